@@ -1,0 +1,31 @@
+"""ddtriage: triage analyzer for Huawei Ascend CANN LLM-DataDist logs.
+
+    paths -> inputs -> scanner -> patterns/context -> rules -> triage -> writers
+
+Library first: everything the CLI does is a call here.
+
+    from analyzer import analyze, load_rules, explain
+    result = analyze(["sample_logs/"])
+    result.findings        # list[Finding]
+    result.summary         # dict: counts by code x API, bursts with their lead
+    result.inputs          # InputStats: files, lines, bytes read, skipped inputs
+"""
+
+from .errors import DDTriageError, InputError, RuleError
+from .explain import explain
+from .pipeline import Analysis, analyze, analyze_text
+from .records import Finding, InputStats, Skipped
+from .rules import RuleSet
+
+
+def load_rules(*dirs) -> RuleSet:
+    """Built-in rules plus any extra rule directories (later ones override earlier ones)."""
+    from pathlib import Path
+
+    return RuleSet.load([Path(d) for d in dirs])
+
+
+__all__ = [
+    "Analysis", "DDTriageError", "Finding", "InputError", "InputStats", "RuleError", "RuleSet",
+    "Skipped", "analyze", "analyze_text", "explain", "load_rules",
+]

@@ -1,0 +1,261 @@
+"""The code catalog and the API spelling table, loaded from `rules/` and validated.
+
+Stage: data. Everything the scanner and the rule engine know about codes and APIs comes from
+here, so a user changes behaviour by editing YAML, not Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .errors import RuleError
+
+ACTIONS = (
+    "relink", "retry", "retry-later", "check-network", "check-link-state", "check-cache",
+    "fix-params", "free-memory", "unlink-first", "enable-option", "cleanup-prompt",
+    "collect-logs", "none",
+)
+
+BUILTIN_RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One catalog entry."""
+
+    name: str
+    value: int
+    python_name: str | None
+    aliases: tuple[str, ...]
+    plog_text: str | None
+    standalone_text: bool
+    public: bool
+    recoverable: bool | None
+    generic: bool
+    by_name_only: bool
+    action: str
+    meaning: str
+    solution: str
+    examples: tuple[str, ...]
+
+    @property
+    def hex(self) -> str:
+        return format_code(self.value)
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        names = [self.name, *self.aliases]
+        if self.python_name:
+            names.append(self.python_name)
+        return tuple(names)
+
+
+def format_code(value: int) -> str:
+    """`0x5010B009` form of a code value (negative int32 values wrap to 32 bits)."""
+    return f"0x{value & 0xFFFFFFFF:08X}"
+
+
+def read_yaml(path: Path) -> object:
+    """Load a YAML file, turning every failure into a RuleError that names the file."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as exc:
+        raise RuleError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise RuleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RuleError(f"{path}:{where}: invalid YAML: {problem}") from None
+
+
+def _require(cond: bool, where: str, reason: str) -> None:
+    if not cond:
+        raise RuleError(f"{where}: {reason}")
+
+
+def _int_value(raw: object, where: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise RuleError(f"{where}: value must be an integer or hex string, got {raw!r}")
+    try:
+        return int(raw, 0) if isinstance(raw, str) else raw
+    except ValueError:
+        raise RuleError(f"{where}: value {raw!r} is not a number") from None
+
+
+class Catalog:
+    """Codes by value and by every name they are printed under."""
+
+    def __init__(self, codes: list[Code], family_base: int, family_size: int):
+        self.codes = codes
+        self.family_base = family_base
+        self.family_size = family_size
+        self.by_value = {c.value & 0xFFFFFFFF: c for c in codes}
+        self.by_name = {n: c for c in codes for n in c.all_names}
+
+    def in_family(self, value: int) -> bool:
+        return self.family_base <= value < self.family_base + self.family_size
+
+    def get(self, value: int) -> Code | None:
+        return self.by_value.get(value & 0xFFFFFFFF)
+
+    def lookup(self, text: str) -> tuple[int, Code | None] | None:
+        """Resolve user input (hex, decimal or any name) to (value, code or None)."""
+        token = text.strip()
+        upper = token.upper().removeprefix("LLMSTATUSCODE.")
+        for code in self.codes:
+            if upper in code.all_names:
+                return code.value & 0xFFFFFFFF, code
+        try:
+            value = int(token, 0)
+        except ValueError:
+            return None
+        value &= 0xFFFFFFFF
+        code = self.get(value)
+        if code is None and not self.in_family(value):
+            return None
+        return value, code
+
+    @classmethod
+    def load(cls, path: Path) -> "Catalog":
+        data = read_yaml(path)
+        where = str(path)
+        _require(isinstance(data, dict) and isinstance(data.get("codes"), list), where,
+                 "expected a mapping with a `codes` list")
+        family = data.get("family") or {}
+        _require(isinstance(family, dict), where, "`family` must be a mapping")
+        base = _int_value(family.get("base", 0x5010B000), f"{where}: family.base")
+        size = _int_value(family.get("size", 256), f"{where}: family.size")
+        codes, seen_names, seen_values = [], set(), set()
+        for index, raw in enumerate(data["codes"]):
+            here = f"{where}: code #{index + 1}"
+            _require(isinstance(raw, dict), here, "each code must be a mapping")
+            name = raw.get("name")
+            _require(isinstance(name, str) and name.startswith("LLM_"), here,
+                     "`name` must be an LLM_* identifier")
+            here = f"{where}: code {name}"
+            known = {"name", "python_name", "aliases", "value", "plog_text", "standalone_text",
+                     "public", "recoverable", "generic", "by_name_only", "action", "meaning",
+                     "solution", "examples"}
+            unknown = sorted(set(raw) - known)
+            _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
+            value = _int_value(raw.get("value"), f"{here}: value")
+            action = raw.get("action", "collect-logs")
+            _require(action in ACTIONS, here,
+                     f"action {action!r} is not one of: {', '.join(ACTIONS)}")
+            rec = raw.get("recoverable")
+            _require(rec is None or isinstance(rec, bool), here, "`recoverable` must be true, false or null")
+            aliases = raw.get("aliases") or []
+            _require(isinstance(aliases, list) and all(isinstance(a, str) for a in aliases), here,
+                     "`aliases` must be a list of names")
+            examples = raw.get("examples") or []
+            _require(isinstance(examples, list) and examples
+                     and all(isinstance(e, str) for e in examples), here,
+                     "`examples` must be a non-empty list of lines")
+            code = Code(
+                name=name, value=value, python_name=raw.get("python_name"),
+                aliases=tuple(aliases), plog_text=raw.get("plog_text"),
+                standalone_text=bool(raw.get("standalone_text", False)),
+                public=bool(raw.get("public", False)), recoverable=rec,
+                generic=bool(raw.get("generic", False)),
+                by_name_only=bool(raw.get("by_name_only", False)), action=action,
+                meaning=str(raw.get("meaning") or name), solution=str(raw.get("solution") or ""),
+                examples=tuple(examples),
+            )
+            for n in code.all_names:
+                _require(n not in seen_names, here, f"name {n} is defined twice")
+                seen_names.add(n)
+            _require(value & 0xFFFFFFFF not in seen_values, here, f"value {code.hex} is defined twice")
+            seen_values.add(value & 0xFFFFFFFF)
+            codes.append(code)
+        return cls(codes, base, size)
+
+
+class ApiTable:
+    """Canonical API names and every spelling that maps to them."""
+
+    def __init__(self, spellings: dict[str, str], tags: dict[str, str], groups: dict[str, tuple[str, ...]],
+                 canonical: tuple[str, ...]):
+        self.spellings = spellings  # lower-case spelling -> canonical (free text too)
+        self.tags = tags  # lower-case spelling -> canonical (func fields, tags, frames only)
+        self.groups = groups
+        self.canonical = canonical
+
+    def resolve_token(self, token: str) -> str | None:
+        """A func field, tag or frame name: reduce `A.b`/`A::b` to `b`, strip `_`, look up."""
+        token = token.strip()
+        candidates = [token]
+        for sep in ("::", "."):
+            if sep in token:
+                candidates.append(token.rsplit(sep, 1)[1])
+        for cand in candidates:
+            key = cand.strip("_").lower()
+            if key in self.spellings:
+                return self.spellings[key]
+            if key in self.tags:
+                return self.tags[key]
+        return None
+
+    def expand(self, names: list[str], where: str) -> frozenset[str]:
+        """Rule `apis:` entries: canonical names or `@group`, validated."""
+        out: set[str] = set()
+        lower = {c.lower(): c for c in self.canonical}
+        for name in names:
+            if not isinstance(name, str):
+                raise RuleError(f"{where}: API entries must be strings, got {name!r}")
+            if name.startswith("@"):
+                group = self.groups.get(name[1:])
+                if group is None:
+                    raise RuleError(f"{where}: unknown API group {name!r} "
+                                    f"(known: {', '.join('@' + g for g in sorted(self.groups))})")
+                out.update(group)
+                continue
+            canon = lower.get(name.lower()) or self.resolve_token(name)
+            if canon is None:
+                raise RuleError(f"{where}: unknown API {name!r}")
+            out.add(canon)
+        return frozenset(out)
+
+    @classmethod
+    def load(cls, path: Path) -> "ApiTable":
+        data = read_yaml(path)
+        where = str(path)
+        _require(isinstance(data, dict) and isinstance(data.get("apis"), dict), where,
+                 "expected a mapping with an `apis` mapping")
+        spellings: dict[str, str] = {}
+        tags: dict[str, str] = {}
+        canonical = tuple(data["apis"])
+        for canon, entry in data["apis"].items():
+            here = f"{where}: api {canon}"
+            entry = entry or {}
+            _require(isinstance(entry, dict), here, "must be a mapping with `spellings`/`tags`")
+            unknown = sorted(set(entry) - {"spellings", "tags"})
+            _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
+            for kind, table in (("spellings", spellings), ("tags", tags)):
+                values = entry.get(kind) or []
+                _require(isinstance(values, list), here, f"`{kind}` must be a list")
+                # The canonical name is a free-text spelling unless it is a generic word
+                # listed under `tags` (Link, Finalize).
+                lowered_tags = {str(t).lower() for t in entry.get("tags") or []}
+                names = [canon] if kind == "spellings" and canon.lower() not in lowered_tags else []
+                for spelling in names + values:
+                    _require(isinstance(spelling, str) and spelling.strip(), here,
+                             f"`{kind}` entries must be non-empty strings")
+                    key = spelling.lower()
+                    other = spellings.get(key) or tags.get(key)
+                    _require(other in (None, canon), here,
+                             f"spelling {spelling!r} already belongs to {other}")
+                    table[key] = canon
+        groups = {}
+        for gname, members in (data.get("groups") or {}).items():
+            here = f"{where}: group {gname}"
+            _require(isinstance(members, list), here, "must be a list of API names")
+            for m in members:
+                _require(m in canonical, here, f"unknown API {m!r}")
+            groups[gname] = tuple(members)
+        return cls(spellings, tags, groups, canonical)

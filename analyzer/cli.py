@@ -1,0 +1,169 @@
+"""The `ddtriage` command: parse options, call the library, pick a writer, map errors to exits.
+
+Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule or input error.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import DDTriageError
+from .writers import WRITERS
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+_MISSING = "no such file or directory"
+
+rules_option = click.option(
+    "--rules", "rules_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+    help="Extra rules directory (repeatable); its rules add to or override the built-in ones.")
+
+
+def _load_rules(rules_dirs):
+    from .rules import RuleSet
+
+    return RuleSet.load(list(rules_dirs))
+
+
+def _fail(message: str) -> None:
+    click.echo(f"ddtriage: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ddtriage")
+def cli() -> None:
+    """Triage LLM-DataDist failures in CANN host/device logs and application logs."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(sorted(WRITERS)), default="text", show_default=True,
+              help="Report format.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              help="Write the report here instead of standard output.")
+@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
+              help="Which findings make the exit code 1 (unrecoverable: not known to be recoverable).")
+@click.option("--year", type=click.IntRange(1970, 2999), default=None,
+              help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
+@rules_option
+def scan(paths, fmt, output, fail_on, year, rules_dirs) -> None:
+    """Scan PATHS (files, directories, - for stdin) and write a triage report."""
+    from .pipeline import analyze
+
+    try:
+        analysis = analyze(paths, rules=_load_rules(rules_dirs), year=year)
+    except DDTriageError as exc:
+        _fail(str(exc))
+    usage_error = False
+    for skipped in analysis.inputs.to_dict()["skipped"]:
+        level = "error" if skipped["reason"] == _MISSING and skipped["source"] in paths else "warning"
+        usage_error |= level == "error"
+        click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
+    report = WRITERS[fmt].render(analysis)
+    try:
+        with click.open_file(output, "w", encoding="utf-8") as handle:
+            handle.write(report)
+    except OSError as exc:
+        _fail(f"{output}: cannot write report: {exc.strerror or exc}")
+    if usage_error:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _gate(analysis, fail_on: str) -> bool:
+    if fail_on == "never":
+        return False
+    if fail_on == "unrecoverable":
+        return any(f.recoverable is not True for f in analysis.findings)
+    return bool(analysis.findings)
+
+
+@cli.command()
+@click.argument("code")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@rules_option
+def explain(code, fmt, rules_dirs) -> None:
+    """Explain CODE (hex, decimal, C++ or Python name): meaning and every context remedy."""
+    import json
+
+    from .explain import explain as explain_code
+
+    try:
+        info = explain_code(code, _load_rules(rules_dirs))
+    except DDTriageError as exc:
+        _fail(str(exc))
+    if fmt == "json":
+        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        return
+    names = info["name"] or "unknown LLM-DataDist code"
+    if info["python_name"] and info["python_name"] != info["name"]:
+        names += f" (Python: {info['python_name']})"
+    click.echo(f"{info['code']}  {info['decimal']}  {names}")
+    click.echo(f"meaning:     {info['meaning']}")
+    if info["plog_text"]:
+        click.echo(f"plog text:   {info['plog_text']}")
+    rec = {True: "yes", False: "no", None: "not stated"}[info["recoverable"]]
+    click.echo(f"recoverable: {rec}")
+    if info["solution"]:
+        click.echo(f"official:    {info['solution']}")
+    click.echo("remedies, most specific first:")
+    for r in info["rules"]:
+        click.echo(f"  - [{r['id']}] when {r['when']}: {r['action']}")
+        click.echo(f"      {r['remedy']}")
+
+
+@cli.group()
+def rules() -> None:
+    """List or check remedy rules."""
+
+
+@rules.command("list")
+@rules_option
+def rules_list(rules_dirs) -> None:
+    """List every rule: id, action, codes and conditions."""
+    from .explain import _rule_view
+
+    try:
+        ruleset = _load_rules(rules_dirs)
+    except DDTriageError as exc:
+        _fail(str(exc))
+    catalog = ruleset.catalog
+    for rule in sorted(ruleset.rules, key=lambda r: (r.default, r.id)):
+        if rule.codes is None:
+            codes = "unknown codes"
+        else:
+            codes = ", ".join(sorted((catalog.get(v).name if catalog.get(v) else hex(v)) for v in rule.codes))
+        click.echo(f"{rule.id:<36} {rule.action:<16} {codes}")
+        view = _rule_view(rule)
+        if view["when"] != "any context":
+            click.echo(f"{'':<36} when {view['when']}")
+
+
+@rules.command("check")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def rules_check(directory) -> None:
+    """Validate rules (built-in plus DIRECTORY) and prove every rule's example lines."""
+    from .rulecheck import check_examples
+
+    try:
+        ruleset = _load_rules([directory] if directory else [])
+    except DDTriageError as exc:
+        _fail(str(exc))
+    problems = check_examples(ruleset)
+    for problem in problems:
+        click.echo(f"ddtriage: error: {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_ERROR)
+    click.echo(f"{len(ruleset.rules)} rules OK ({len(ruleset.sources)} files)")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        click.echo("ddtriage: interrupted", err=True)
+        sys.exit(130)

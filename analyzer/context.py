@@ -1,0 +1,120 @@
+"""API context: which API returned a code, and on what evidence.
+
+Stage: context. For a hit it looks, in order, at the same line (plog `Func:` field, a Python
+`[func]` tag, API names in the message), then at the frames of the Python traceback that the
+line ends, then at the nearest earlier line of the same process/thread within a bounded window.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .catalog import ApiTable
+from .logline import Header, header_for, parse_header, record_headers
+
+LOOKBACK_LINES = 20  # how far "nearest earlier line" may be
+_TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
+_TRACEBACK_START = "Traceback (most recent call last)"
+# A line that says it belongs to LLM-DataDist even without an API name in it.
+_LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|cpp|h|py)|data_cache_engine|\bhixl\b|kv_?cache|LLMStatusCode|LLMException")
+
+Lookback = Callable[[], Sequence[tuple[int, str]]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiContext:
+    api: str | None
+    evidence: str | None  # func | tag | message | traceback | nearby
+    line: int | None
+
+
+class ApiResolver:
+    """Resolves API context with one compiled spelling pattern built from `rules/apis.yaml`."""
+
+    def __init__(self, apis: ApiTable):
+        self.apis = apis
+        words = sorted(apis.spellings, key=len, reverse=True)
+        # Spellings with a space ("Initialize LlmDataDist") match with any run of blanks.
+        alternation = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in words)
+        self._spelling = re.compile(r"(?i)(?<![A-Za-z0-9])_*(" + alternation + r")(?![A-Za-z0-9])")
+
+    # -- evidence on one line -------------------------------------------------------------
+    def on_line(self, line: str, header: Header, offset: int | None = None) -> tuple[str, str] | None:
+        """(api, evidence) from the line itself, or None. `offset` is the hit's position."""
+        if header.func:
+            api = self.apis.resolve_token(header.func)
+            if api:
+                return api, "func"
+        msg = line[header.msg_start:]
+        for m in _TAG.finditer(msg):
+            api = self.apis.resolve_token(m.group(1))
+            if api:
+                return api, "tag"
+        best: tuple[int, str] | None = None
+        rel = None if offset is None else offset - header.msg_start
+        for m in self._spelling.finditer(msg):
+            api = self.apis.spellings[re.sub(r"\s+", " ", m.group(1)).lower()]
+            distance = 0 if rel is None else abs(m.start() - rel)
+            if best is None or distance < best[0]:
+                best = (distance, api)
+        return (best[1], "message") if best else None
+
+    def mentions_llm(self, line: str) -> bool:
+        return _LLM_MARKER.search(line) is not None
+
+    # -- full resolution ---------------------------------------------------------------------
+    def resolve(self, line: str, header: Header, offset: int, lookback: Lookback, year: int | None) -> ApiContext:
+        found = self.on_line(line, header, offset)
+        if found:
+            return ApiContext(found[0], found[1], None)
+        earlier = lookback()
+        api, line_no = self._from_traceback(header, earlier, year)
+        if api:
+            return ApiContext(api, "traceback", line_no)
+        for line_no, text in reversed(earlier[-LOOKBACK_LINES:]):
+            other = header_for(record_headers(text, year), len(text))
+            if not same_thread(header, other):
+                continue
+            found = self.on_line(text, other)
+            if found:
+                return ApiContext(found[0], "nearby", line_no)
+        return ApiContext(None, None, None)
+
+    def _from_traceback(self, header: Header, earlier: Sequence[tuple[int, str]], year: int | None):
+        """Innermost recognisable frame of the traceback that ends right before this line."""
+        frames: list[tuple[int, str]] = []
+        saw_start = False
+        for line_no, text in reversed(earlier):
+            other = parse_header(text, year)
+            if header.pid and other.pid and other.pid != header.pid:
+                continue  # another worker's line interleaved into ours
+            body = text[other.msg_start:] if other.fmt == "vllm" else text
+            frame = _FRAME.match(body)
+            if frame:
+                frames.append((line_no, frame.group(1)))
+                continue
+            if _TRACEBACK_START in body:
+                saw_start = True
+                break
+            if body.startswith((" ", "\t")) or not body.strip() or body.lstrip().startswith(("^", "~")):
+                continue  # source line under a frame, caret markers, blank
+            break
+        if not frames and not saw_start:
+            return None, None
+        for line_no, name in frames:  # collected innermost first
+            api = self.apis.resolve_token(name)
+            if api:
+                return api, line_no
+        return None, None
+
+
+def same_thread(a: Header, b: Header) -> bool:
+    """Whether two records may come from the same process/thread (unknown matches anything)."""
+    if a.pid and b.pid and a.pid != b.pid:
+        return False
+    if a.tid and b.tid and a.tid != b.tid:
+        return False
+    return True

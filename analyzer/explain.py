@@ -1,0 +1,44 @@
+"""`ddtriage explain CODE`: what a code means and every remedy that can apply to it."""
+
+from __future__ import annotations
+
+from .catalog import format_code
+from .errors import InputError
+from .rules import Rule, RuleSet
+
+
+def explain(token: str, rules: RuleSet) -> dict:
+    """Meaning, recoverability and every context rule for a code given as hex, decimal or name."""
+    resolved = rules.catalog.lookup(token)
+    if resolved is None:
+        raise InputError(f"{token!r} is not an LLM-DataDist status code (give hex, decimal or a name "
+                         "such as 0x5010B009, 1343270921, LLM_LINK_FAILED)")
+    value, code = resolved
+    known = code is not None
+    applicable = [r for r in rules.candidates(value) if (r.codes is not None or (r.unknown and not known))]
+    return {
+        "code": format_code(value),
+        "decimal": value,
+        "name": code.name if code else None,
+        "python_name": (code.python_name or code.name) if code else None,
+        "plog_text": code.plog_text if code else None,
+        "meaning": code.meaning if code else "Unknown LLM-DataDist code (not in this catalog)",
+        "recoverable": code.recoverable if code else None,
+        "public": code.public if code else False,
+        "solution": code.solution if code else None,
+        "rules": [_rule_view(r) for r in applicable],
+    }
+
+
+def _rule_view(rule: Rule) -> dict:
+    when = []
+    if rule.apis:
+        when.append("API is " + " or ".join(sorted(rule.apis)))
+    if rule.not_apis:
+        when.append("API is not " + " nor ".join(sorted(rule.not_apis)))
+    if rule.in_cluster_results is not None:
+        when.append(("in" if rule.in_cluster_results else "not in") + " a per-cluster result list")
+    if rule.nearby is not None:
+        when.append(f"nearby lines match /{rule.nearby.pattern}/")
+    return {"id": rule.id, "when": "; ".join(when) or "any context", "action": rule.action,
+            "remedy": rule.remedy, "specificity": rule.specificity}

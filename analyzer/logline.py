@@ -1,0 +1,140 @@
+"""Line headers: which log format a line is in, and its timestamp, pid, tid and Func field.
+
+Stage: context (parsing). Runs only on candidate lines and the few lines looked back at, never
+in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (domain.md §6).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What the header of one record says. `msg_start` is where the message text begins."""
+
+    fmt: str | None  # plog | vllm | glog | torch_npu | mindie | pylog | None
+    timestamp: str | None
+    pid: str | None
+    tid: str | None
+    func: str | None
+    msg_start: int
+    start: int = 0  # where this record starts in the line (flattened blocks hold several)
+
+
+# plog/device log and the llm_datadist Python logger share one grammar:
+# [LEVEL] MODULE(PID,PNAME):TIMESTAMP [file:LINE]TID Func: message
+_PLOG = re.compile(
+    r"\[?(?P<level>ERR[O0]R|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|CRITICAL|FATAL)\]\s*"
+    r"(?P<module>[A-Za-z_][\w-]*)\s*\(\s*(?P<pid>\d+)\s*,\s*(?P<pname>[^)]*)\)\s*:\s*"
+    r"(?P<date>\d{4}-\d\d-\d\d)[- T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,3})(?:[.,](?P<us>\d{1,3}))?)?\s*"
+    r"(?:\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s*)?"
+)
+# What follows `[file:line]`: `TID Func: msg`, HCCL `[TID][Tag]msg`, HCCP `tid:N,func(line) :`,
+# DRV `[ascend][curpid:P,T][drv]`.
+_PLOG_TAIL = (
+    re.compile(r"(?P<tid>[\w-]+)\s+(?P<func>[A-Za-z_~][\w:.~<>]*)\s?:(?=\s|$)"),
+    re.compile(r"\[(?P<tid>\d+)\](?:\[(?P<func>[^\]]*)\])?"),
+    re.compile(r"tid:(?P<tid>\d+),(?P<func>[A-Za-z_]\w*)\(\d+\)\s*:"),
+    re.compile(r"\[ascend\]\[curpid:\s*\d+,\s*(?P<tid>\d+)\]"),
+    re.compile(r"(?P<tid>\d+)\s"),
+)
+_VLLM = re.compile(
+    r"(?:\((?P<worker>[^()]*?)\)\s*)*"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<md>\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+"
+    r"\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s?"
+)
+_VLLM_PID = re.compile(r"pid=(\d+)")
+_GLOG = re.compile(
+    r"(?P<level>[IWEF])(?P<date>\d{8}) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+(?P<tid>\d+) "
+    r"(?P<file>[^:\]\s]+):(?P<fline>\d+)\]\s?"
+)
+_TORCH = re.compile(
+    r"\[(?P<level>[A-Z]+)\] (?P<date>\d{4}-\d\d-\d\d)-(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))? "
+    r"\(PID:(?P<pid>\d+), Device:-?\d+, RankID:-?\d+\)\s?"
+)
+_MINDIE = re.compile(
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?\] \[(?P<pid>\d+)\] \[(?P<tid>\d+)\] "
+    r"\[[^\]]*\] \[(?P<level>\w+)\] \[[^\]]*\]\s*:?\s?"
+)
+_PYLOG = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?")
+
+_PLOG_ANYWHERE = re.compile(_PLOG.pattern)
+
+
+def _iso(date: str, time: str, frac: str | None) -> str:
+    return f"{date}T{time}.{frac[:6].ljust(6, '0')}" if frac else f"{date}T{time}"
+
+
+def parse_header(line: str, year: int | None = None) -> Header:
+    """Parse the header at the start of `line` (after NULs and blanks). Never raises."""
+    pos = len(line) - len(line.lstrip("\x00 \t\ufeff"))
+    m = _PLOG.match(line, pos)
+    if m:
+        return _plog_header(line, m, pos)
+    m = _VLLM.match(line, pos)
+    if m:
+        pid = None
+        if m.group("worker") is not None:
+            # The last (innermost) `(... pid=N)` prefix names the process.
+            pids = _VLLM_PID.findall(line, pos, m.start("level"))
+            pid = pids[-1] if pids else None
+        ts = None
+        if year:
+            ts = _iso(f"{year:04d}-{m.group('md')}", m.group("time"), m.group("frac"))
+        return Header("vllm", ts, pid, None, None, m.end(), pos)
+    m = _GLOG.match(line, pos)
+    if m:
+        d = m.group("date")
+        return Header("glog", _iso(f"{d[:4]}-{d[4:6]}-{d[6:]}", m.group("time"), m.group("frac")),
+                      None, m.group("tid"), None, m.end(), pos)
+    m = _TORCH.match(line, pos)
+    if m:
+        return Header("torch_npu", _iso(m.group("date"), m.group("time"), m.group("frac")),
+                      m.group("pid"), None, None, m.end(), pos)
+    m = _MINDIE.match(line, pos)
+    if m:
+        return Header("mindie", _iso(m.group("date"), m.group("time"), m.group("frac")),
+                      m.group("pid"), m.group("tid"), None, m.end(), pos)
+    m = _PYLOG.match(line, pos)
+    if m:
+        return Header("pylog", _iso(m.group("date"), m.group("time"), m.group("frac")),
+                      None, None, None, pos, pos)
+    return Header(None, None, None, None, None, pos, pos)
+
+
+def _plog_header(line: str, m: re.Match, start: int) -> Header:
+    ms, us = m.group("ms"), m.group("us")
+    frac = (ms.ljust(3, "0") + (us or "").ljust(3, "0")) if ms else None
+    ts = _iso(m.group("date"), m.group("time"), frac)
+    tid = func = None
+    end = m.end()
+    for tail in _PLOG_TAIL:
+        t = tail.match(line, end)
+        if t:
+            tid = t.group("tid")
+            func = t.groupdict().get("func")
+            end = t.end()
+            break
+    return Header("plog", ts, m.group("pid"), tid, func or None, end, start)
+
+
+def record_headers(line: str, year: int | None = None) -> list[Header]:
+    """Headers of every record on the line: several when plog blocks were flattened onto one."""
+    first = parse_header(line, year)
+    if first.fmt != "plog" or line.find("]", first.msg_start) == -1:
+        return [first]
+    headers = [first]
+    for m in _PLOG_ANYWHERE.finditer(line, first.msg_start):
+        headers.append(_plog_header(line, m, m.start()))
+    return headers
+
+
+def header_for(headers: list[Header], offset: int) -> Header:
+    """The record a character offset belongs to."""
+    chosen = headers[0]
+    for h in headers[1:]:
+        if h.start <= offset:
+            chosen = h
+    return chosen

@@ -1,0 +1,111 @@
+"""Code detection: the literal prefilter and the full patterns run on candidate lines only.
+
+Stage: scan (the part that knows what a code looks like). The scanner finds candidate lines
+with cheap literals; `CodeMatcher.find` then runs the exact patterns on one decoded line.
+Each pattern is anchored on a literal so the regex engine never scans with an alternation.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .catalog import Catalog
+from .records import CodeHit
+
+GENERIC_FAILED = 0xFFFFFFFF
+
+# Literals that every code form contains at least one of. Digits and `0x` are case-free except
+# the `x`, so `0x5010`/`0X5010` cover hex in any case.
+BASE_LITERALS = (b"0x5010", b"0X5010", b"134327", b"LLM_", b"4294967295")
+
+_WORD = r"0-9A-Za-z_"
+_HEX = re.compile(r"(?<![0-9A-Za-z_])0[xX]5010[bB]0([0-9A-Fa-f]{2})(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![0-9A-Za-z_])")
+_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(134327\d{4})(?![0-9]|\.\d)")
+_FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])4294967295(?![0-9]|\.\d)")
+_NAME = re.compile(r"(?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_])")
+# A decimal counts only after a word that says "this is a status": ErrorNo:, ret =, status,
+# error code is, code=, an enum repr `<LLMStatusCode.X: N>`, or inside a result list `rets=[...`.
+_DECIMAL_CONTEXT = re.compile(
+    r"(?ix)(?:"
+    r"(?:error\s*no|errno|err(?:or)?[\s_]*code|status(?:[\s_]*code)?|ret(?:s|code|urn(?:ed|s)?)?"
+    r"|results?|code|rc|err(?:or)?|failed\s+with|got)"
+    r"\s*(?:is\b|==?|:|->)?\s*[\[(]?\s*"
+    r"|LLMStatusCode\.\w+\s*:\s*"
+    r"|(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*"
+    r")$"
+)
+# Start of a per-cluster result list that encloses a hit: `rets=[`, `results: [`, `link_rets = (`.
+_RESULT_LIST_OPEN = re.compile(r"(?i)(?:ret|result|status|code)\w*\s*[=:]\s*$")
+
+
+class CodeMatcher:
+    """Finds every LLM-DataDist code on a line, one hit per code value."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.names = {n: c.value & 0xFFFFFFFF for c in catalog.codes for n in c.all_names}
+        # The generic code's text ("failed") says nothing on its own; its number is checked below.
+        texts = {c.plog_text: c.value & 0xFFFFFFFF for c in catalog.codes if c.plog_text and not c.generic}
+        self._errno_text = re.compile(
+            r"ErrorNo\s*:\s*-?\d*\s*\((" + "|".join(map(re.escape, sorted(texts, key=len, reverse=True))) + r")\)"
+        ) if texts else None
+        self._text_values = texts
+        standalone = [c.plog_text for c in catalog.codes if c.standalone_text and c.plog_text]
+        self._standalone = re.compile("|".join(map(re.escape, standalone))) if standalone else None
+        self.literals = BASE_LITERALS + tuple(t.encode() for t in standalone)
+
+    def find(self, line: str) -> list[CodeHit]:
+        """All code hits on one line, deduplicated by value (first occurrence wins)."""
+        hits: dict[int, CodeHit] = {}
+
+        def add(value: int, start: int, end: int, form: str) -> None:
+            if value not in hits:
+                hits[value] = CodeHit(value, start, end, form, _in_result_list(line, start))
+
+        if "0x5010" in line or "0X5010" in line:
+            for m in _HEX.finditer(line):
+                add(0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex")
+        if "134327" in line:
+            for m in _DECIMAL.finditer(line):
+                value = int(m.group(1))
+                if self.catalog.in_family(value) and _has_code_context(line, m.start()):
+                    add(value, m.start(), m.end(), "repr" if _is_repr(line, m.start()) else "decimal")
+        if "LLM_" in line:
+            for m in _NAME.finditer(line):
+                value = self.names.get(m.group(0))
+                if value is not None:
+                    add(value, m.start(), m.end(), "repr" if line.startswith("<LLMStatusCode.", max(0, m.start() - 15)) else "name")
+        if self._errno_text is not None and "ErrorNo" in line:
+            for m in self._errno_text.finditer(line):
+                add(self._text_values[m.group(1)], m.start(1), m.end(1), "text")
+        if self._standalone is not None:
+            for m in self._standalone.finditer(line):
+                add(self._text_values[m.group(0)], m.start(), m.end(), "text")
+        if "4294967295" in line and GENERIC_FAILED not in hits:
+            for m in _FAILED_DECIMAL.finditer(line):
+                if _has_code_context(line, m.start()):
+                    add(GENERIC_FAILED, m.start(), m.end(), "generic")
+                    break
+        return sorted(hits.values(), key=lambda h: h.start)
+
+
+def _has_code_context(line: str, start: int) -> bool:
+    return _DECIMAL_CONTEXT.search(line, max(0, start - 64), start) is not None
+
+
+def _is_repr(line: str, start: int) -> bool:
+    return line.rfind("<LLMStatusCode.", max(0, start - 64), start) != -1
+
+
+def _in_result_list(line: str, start: int) -> bool:
+    """True when the hit sits inside an unclosed `[`/`(` list opened by `rets=`/`results:`."""
+    depth = 0
+    for i in range(start - 1, max(-1, start - 400), -1):
+        ch = line[i]
+        if ch in "])":
+            depth += 1
+        elif ch in "[(":
+            if depth == 0:
+                return _RESULT_LIST_OPEN.search(line, max(0, i - 40), i) is not None
+            depth -= 1
+    return False

@@ -1,0 +1,101 @@
+"""Records that cross stages. Immutable, so stages cannot change each other's data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class CodeHit:
+    """One status code found in one line (scanner/patterns stage)."""
+
+    value: int  # the 32-bit code (0x5010B009) or a Python-only value
+    start: int  # character offsets in the decoded line
+    end: int
+    form: str  # hex | decimal | name | repr | text | generic
+    in_cluster_results: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One code on one line, with its API context and the remedy rule that applied."""
+
+    source: str
+    line: int
+    timestamp: str | None
+    code: str  # "0x5010B009"
+    name: str | None
+    api: str | None
+    api_evidence: str | None  # func | tag | message | traceback | nearby | None
+    api_line: int | None  # the line the API was read from
+    recoverable: bool | None
+    rule: str
+    action: str
+    remedy: str
+    text: str
+    form: str
+    pid: str | None = None
+    tid: str | None = None
+    in_cluster_results: bool = False
+    known: bool = True
+    generic: bool = False
+    references: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict:
+        """The JSON shape of a finding (stable key order)."""
+        return {
+            "source": self.source,
+            "line": self.line,
+            "timestamp": self.timestamp,
+            "code": self.code,
+            "name": self.name,
+            "known": self.known,
+            "api": self.api,
+            "api_evidence": self.api_evidence,
+            "api_line": self.api_line,
+            "recoverable": self.recoverable,
+            "rule": self.rule,
+            "action": self.action,
+            "remedy": self.remedy,
+            "references": list(self.references),
+            "form": self.form,
+            "in_cluster_results": self.in_cluster_results,
+            "pid": self.pid,
+            "tid": self.tid,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An input, or part of one, that was not (fully) read, and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(slots=True)
+class InputStats:
+    """What was read: every line and byte is accounted for here."""
+
+    files: int = 0
+    lines: int = 0
+    bytes: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def add(self, other: "InputStats") -> None:
+        self.files += other.files
+        self.lines += other.lines
+        self.bytes += other.bytes
+        self.skipped.extend(other.skipped)
+
+    def to_dict(self) -> dict:
+        return {
+            "files": self.files,
+            "lines": self.lines,
+            "bytes": self.bytes,
+            "skipped": [
+                {"source": s.source, "reason": s.reason}
+                for s in sorted(self.skipped, key=lambda s: (s.source, s.reason))
+            ],
+        }

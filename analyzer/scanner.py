@@ -1,0 +1,186 @@
+"""The hot loop: read big binary blocks, find candidate lines with literals, yield only those.
+
+Stage: scan. Nothing here decodes or parses a line that holds no candidate literal. Memory is
+bounded by the block size plus the longest line kept (`MAX_LINE`); longer lines are cut into
+fragments that keep their line number, so a hit after megabytes of junk is still found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, Sequence
+
+BLOCK_SIZE = 8 << 20
+MAX_LINE = 4 << 20  # a line longer than this is scanned in fragments
+HISTORY_BYTES = 64 << 10  # what is kept from the previous block for looking back
+LOOKBACK_LINES = 40
+TEXT_LIMIT = 2000  # characters of a hit line kept in memory (the hit stays inside the window)
+
+try:  # The multi-literal engine that pays on big inputs (perf.md); same results without it.
+    import hyperscan as _hyperscan
+except ImportError:  # pragma: no cover - depends on the platform
+    _hyperscan = None
+
+
+def decode(raw: bytes) -> str:
+    """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
+    text = raw.decode("utf-8", errors="replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text.rstrip("\r\n")
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A line holding at least one prefilter literal, with lazy access to the lines before it."""
+
+    line_no: int
+    raw: bytes
+    _buf: bytes
+    _start: int  # where this line starts in _buf
+    _first_line_no: int  # line number of the first complete line in _buf
+
+    def text(self) -> str:
+        return decode(self.raw)
+
+    def lookback(self, limit: int = LOOKBACK_LINES) -> Sequence[tuple[int, str]]:
+        """Up to `limit` earlier lines (line number, text), oldest first, from this block and
+        the history carried over from the previous one."""
+        out: list[tuple[int, str]] = []
+        end = self._start - 1  # the newline that ends the previous line
+        line_no = self.line_no - 1
+        while end >= 0 and len(out) < limit and line_no >= self._first_line_no:
+            begin = self._buf.rfind(b"\n", 0, end) + 1
+            out.append((line_no, decode(self._buf[begin:end][:TEXT_LIMIT * 2])))
+            end = begin - 1
+            line_no -= 1
+        out.reverse()
+        return out
+
+
+class Prefilter:
+    """Finds the start offsets of lines that hold any of the literals."""
+
+    def __init__(self, literals: Sequence[bytes], engine: str = "auto"):
+        self.literals = tuple(dict.fromkeys(literals))
+        self.engine = "hyperscan" if engine in ("auto", "hyperscan") and _hyperscan else "find"
+        if engine == "hyperscan" and not _hyperscan:
+            raise RuntimeError("hyperscan is not installed")
+        self._db = None
+        if self.engine == "hyperscan":
+            db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=[_hs_escape(lit) for lit in self.literals],
+                       ids=list(range(len(self.literals))),
+                       flags=[0] * len(self.literals))
+            self._db = db
+
+    def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
+        """Sorted, unique start offsets of candidate lines within buf[begin:end]."""
+        hits: set[int] = set()
+        if self._db is not None:
+            positions: list[int] = []
+
+            def on_match(_id, _from, to, _flags, _ctx):
+                positions.append(to)
+                return None
+
+            self._db.scan(buf[begin:end] if (begin or end != len(buf)) else buf, match_event_handler=on_match)
+            seen_until = -1
+            for to in sorted(positions):
+                pos = begin + to - 1
+                if pos <= seen_until:
+                    continue
+                start = buf.rfind(b"\n", begin, pos) + 1
+                if start < begin:
+                    start = begin
+                hits.add(start)
+                nl = buf.find(b"\n", pos, end)
+                seen_until = end if nl == -1 else nl
+            return sorted(hits)
+        for lit in self.literals:
+            pos = buf.find(lit, begin, end)
+            while pos != -1:
+                start = buf.rfind(b"\n", begin, pos) + 1
+                hits.add(max(start, begin))
+                nl = buf.find(b"\n", pos, end)
+                if nl == -1:
+                    break
+                pos = buf.find(lit, nl + 1, end)
+        return sorted(hits)
+
+
+def _hs_escape(literal: bytes) -> bytes:
+    return b"".join(b"\\x%02x" % b for b in literal)
+
+
+@dataclass(slots=True)
+class ScanCounts:
+    lines: int = 0
+    bytes: int = 0
+
+
+def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts,
+                block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE) -> Iterator[Candidate]:
+    """Yield candidate lines of a binary stream with exact 1-based line numbers.
+
+    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a
+    read error mid-stream) still knows what was read.
+    """
+    history = b""
+    pending = b""  # the incomplete last line of the previous block
+    line_no = 1  # number of the first line in `pending`
+    while True:
+        chunk = stream.read(block_size)
+        if not chunk:
+            break
+        counts.bytes += len(chunk)
+        data = pending + chunk if pending else chunk
+        cut = data.rfind(b"\n")
+        if cut == -1:
+            if len(data) < max_line:
+                pending = data
+                continue
+            # One line longer than we keep: scan what we have, carry a small overlap so a code
+            # cut in two is still seen whole; findings dedupe per line.
+            keep = 256
+            yield from _candidates(history, data[:-keep], prefilter, line_no, line_no, partial=True)
+            pending = data[-keep:]
+            history = b""
+            continue
+        region = data[: cut + 1]
+        pending = data[cut + 1:]
+        buf = history + region
+        offset = len(history)
+        first_line_no = line_no - _count_lines(history)
+        yield from _candidates(buf, region, prefilter, line_no, first_line_no, offset=offset)
+        newlines = region.count(b"\n")
+        counts.lines += newlines
+        line_no += newlines
+        history = region[-HISTORY_BYTES:]
+        nl = history.find(b"\n")
+        history = history[nl + 1:] if len(region) > HISTORY_BYTES else history
+    if pending:
+        buf = history + pending
+        yield from _candidates(buf, pending, prefilter, line_no, line_no - _count_lines(history),
+                               offset=len(history))
+        counts.lines += 1  # a final line without a newline still counts
+
+
+def _count_lines(history: bytes) -> int:
+    return history.count(b"\n")
+
+
+def _candidates(buf: bytes, region: bytes, prefilter: Prefilter, line_no: int, first_line_no: int,
+                offset: int = 0, partial: bool = False) -> Iterator[Candidate]:
+    """Candidates inside buf[offset:offset+len(region)]; line numbers counted incrementally."""
+    if partial:
+        buf, offset = region, 0
+    end = offset + len(region)
+    counted_to = offset
+    for start in prefilter.line_starts(buf, offset, end):
+        line_no += buf.count(b"\n", counted_to, start)
+        counted_to = start
+        nl = buf.find(b"\n", start, end)
+        stop = end if nl == -1 else nl
+        raw = buf[start:stop]
+        yield Candidate(line_no, raw, buf, start, first_line_no if not partial else line_no)

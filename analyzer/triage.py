@@ -1,0 +1,123 @@
+"""Triage: turn the findings into a diagnosis (pandas, built once from the findings).
+
+Stage: triage. Counts by code x API with first/last seen and sources; bursts of findings per
+source, each with its probable lead (the earliest specific code; generic LLM_FAILED echoes are
+attached to it), non-recoverable bursts first. Output is plain data (dicts and lists), sorted,
+so every writer renders the same diagnosis deterministically.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+
+from .records import Finding
+from .rules import RuleSet
+
+BURST_LINES = 200  # a new burst starts after this many lines without a finding ...
+BURST_SECONDS = 10.0  # ... or this long without one (when both ends have timestamps)
+
+_COLUMNS = ["source", "line", "timestamp", "code", "name", "api", "action", "rule", "recoverable", "generic"]
+
+
+def summarize(findings: list[Finding], rules: RuleSet) -> dict:
+    """The summary block every report shows."""
+    if not findings:
+        return {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "bursts": [], "actions": []}
+    frame = pd.DataFrame([{c: getattr(f, c) for c in _COLUMNS} for f in findings], columns=_COLUMNS)
+    for column in ("source", "code", "name", "api", "action", "rule"):
+        frame[column] = frame[column].astype("category")
+    unrecoverable = int((frame["recoverable"] != True).sum())  # noqa: E712 - None counts too
+    return {
+        "findings": len(findings),
+        "unrecoverable": unrecoverable,
+        "unknown_codes": int(frame["name"].isna().sum()),
+        "codes": _by_code_api(frame),
+        "actions": _by_action(frame),
+        "bursts": _bursts(findings),
+    }
+
+
+def _by_code_api(frame: pd.DataFrame) -> list[dict]:
+    """Count per (code, API, rule), with first/last seen and the sources it came from."""
+    keyed = frame.assign(api_key=frame["api"].astype("object").fillna(""),
+                         name_key=frame["name"].astype("object").fillna(""),
+                         ts=frame["timestamp"].fillna(""))
+    rows = []
+    for (code, name, api, rule), group in keyed.groupby(["code", "name_key", "api_key", "rule"], observed=True, sort=True):
+        stamped = group[group["ts"] != ""]
+        first = group.iloc[0]
+        rows.append({
+            "code": code,
+            "name": name or None,
+            "api": api or None,
+            "rule": rule,
+            "action": str(first["action"]),
+            "recoverable": None if pd.isna(first["recoverable"]) else bool(first["recoverable"]),
+            "count": int(len(group)),
+            "first_seen": stamped["ts"].min() if len(stamped) else None,
+            "last_seen": stamped["ts"].max() if len(stamped) else None,
+            "first_at": f"{first['source']}:{int(first['line'])}",
+            "sources": sorted({str(s) for s in group["source"]}),
+        })
+    # Non-recoverable first, then most frequent, then by code for a stable order.
+    rows.sort(key=lambda r: (r["recoverable"] is True, -r["count"], r["code"], r["api"] or "", r["rule"]))
+    return rows
+
+
+def _by_action(frame: pd.DataFrame) -> list[dict]:
+    counts = frame.groupby("action", observed=True).size()
+    return sorted(({"action": str(a), "count": int(n)} for a, n in counts.items()),
+                  key=lambda r: (-r["count"], r["action"]))
+
+
+def _seconds(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:
+        return None
+
+
+def _bursts(findings: list[Finding]) -> list[dict]:
+    """Group each source's findings into bursts and name the probable lead of each."""
+    bursts: list[list[Finding]] = []
+    current: list[Finding] = []
+    for f in findings:  # already sorted by source, line
+        if current:
+            last = current[-1]
+            t0, t1 = _seconds(last.timestamp), _seconds(f.timestamp)
+            gap_time = t0 is not None and t1 is not None and abs(t1 - t0) > BURST_SECONDS
+            if f.source != last.source or f.line - last.line > BURST_LINES or gap_time:
+                bursts.append(current)
+                current = []
+        current.append(f)
+    if current:
+        bursts.append(current)
+    out = []
+    for group in bursts:
+        specific = [f for f in group if not f.generic]
+        lead = specific[0] if specific else group[0]
+        echoes = [f for f in group if f.generic and f is not lead]
+        others = [f for f in specific if f is not lead]
+        stamps = [f.timestamp for f in group if f.timestamp]
+        out.append({
+            "source": lead.source,
+            "lines": [group[0].line, group[-1].line],
+            "first_seen": min(stamps) if stamps else None,
+            "last_seen": max(stamps) if stamps else None,
+            "findings": len(group),
+            "lead": {
+                "line": lead.line, "code": lead.code, "name": lead.name, "api": lead.api,
+                "api_evidence": lead.api_evidence, "recoverable": lead.recoverable, "rule": lead.rule,
+                "action": lead.action, "remedy": lead.remedy, "text": lead.text,
+            },
+            "echoes": len(echoes),
+            "also": sorted({(f.code, f.name or "unknown", f.api or "") for f in others}),
+        })
+    out.sort(key=lambda b: (b["lead"]["recoverable"] is True, b["first_seen"] or "", b["source"], b["lines"][0]))
+    for b in out:
+        b["also"] = [{"code": c, "name": n, "api": a or None} for c, n, a in b["also"]]
+    return out

@@ -1,0 +1,39 @@
+"""Wording shared by the human-readable writers."""
+
+from __future__ import annotations
+
+
+def describe_code(code: str, name: str | None) -> str:
+    return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
+
+
+def describe_api(api: str | None, evidence: str | None, api_line: int | None = None) -> str:
+    if not api:
+        return "API unknown"
+    where = {"func": "plog Func field", "tag": "[tag]", "message": "message text",
+             "traceback": "traceback frame", "nearby": "earlier line"}.get(evidence or "", evidence or "")
+    if api_line is not None:
+        where += f" {api_line}"
+    return f"from {api} ({where})"
+
+
+def recoverable_word(value: bool | None) -> str:
+    return {True: "recoverable", False: "NOT recoverable", None: "recoverability unknown"}[value]
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def inputs_line(analysis) -> str:
+    i = analysis.inputs
+    s = analysis.summary
+    return (f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} "
+            f"({s['unrecoverable']} not known recoverable) in {i.files} file{'s' if i.files != 1 else ''}, "
+            f"{i.lines:,} lines, {human_bytes(i.bytes)} read"
+            + (f"; {len(i.skipped)} input(s) skipped" if i.skipped else ""))

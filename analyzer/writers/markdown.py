@@ -1,0 +1,61 @@
+"""Markdown report, for tickets and CI job summaries.
+
+    # ddtriage report
+    **3 findings** (1 not known recoverable) in 2 files, ...
+    ## Diagnosis
+    | # | where | code | API | action | remedy |
+"""
+
+from __future__ import annotations
+
+from .common import describe_api, describe_code, inputs_line, recoverable_word
+
+MAX_FINDINGS = 1000
+
+
+def _cell(value) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def render(analysis) -> str:
+    s = analysis.summary
+    out = ["# ddtriage report", "", inputs_line(analysis), ""]
+    skipped = analysis.inputs.to_dict()["skipped"]
+    if skipped:
+        out += ["## Skipped inputs", "", "| input | reason |", "|---|---|"]
+        out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped]
+        out.append("")
+    if not analysis.findings:
+        out.append("No LLM-DataDist status codes found.")
+        return "\n".join(out) + "\n"
+    out += ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
+    for n, b in enumerate(s["bursts"], 1):
+        lead = b["lead"]
+        out.append(f"{n}. **{_cell(describe_code(lead['code'], lead['name']))}** "
+                   f"{_cell(describe_api(lead['api'], lead['api_evidence']))}, "
+                   f"`{_cell(b['source'])}:{lead['line']}`"
+                   + (f" at {b['first_seen']}" if b["first_seen"] else "")
+                   + f", {recoverable_word(lead['recoverable'])}.")
+        out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
+        notes = []
+        if b["echoes"]:
+            notes.append(f"{b['echoes']} generic LLM_FAILED echo(es)")
+        if b["also"]:
+            notes.append("also " + ", ".join(a["name"] + (f" from {a['api']}" if a["api"] else "") for a in b["also"]))
+        if notes:
+            out.append(f"   {_cell('; '.join(notes))}.")
+    out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
+            "|---:|---|---|---|---|---|---|---|"]
+    for r in s["codes"]:
+        out.append(f"| {r['count']} | {r['code']} | {_cell(r['name'] or 'unknown')} | {_cell(r['api'] or '-')} | "
+                   f"{r['action']} | {_cell(r['rule'])} | {_cell(r['first_seen'] or r['first_at'])} | "
+                   f"{_cell(', '.join(r['sources']))} |")
+    out += ["", "## Findings", "", "| where | time | code | API (evidence) | action |", "|---|---|---|---|---|"]
+    for f in analysis.findings[:MAX_FINDINGS]:
+        api = f"{f.api} ({f.api_evidence})" if f.api else "-"
+        out.append(f"| `{_cell(f.source)}:{f.line}` | {_cell(f.timestamp or '')} | {_cell(f.name or f.code)} | "
+                   f"{_cell(api)} | {f.action} |")
+    if len(analysis.findings) > MAX_FINDINGS:
+        out.append(f"\n{len(analysis.findings) - MAX_FINDINGS} more findings: see the JSON report.")
+    return "\n".join(out) + "\n"
