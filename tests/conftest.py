@@ -1,0 +1,33 @@
+"""Shared fixtures. `--update-golden` rewrites the golden reports instead of comparing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from analyzer import load_rules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from sample_logs/")
+
+
+@pytest.fixture(scope="session")
+def rules():
+    return load_rules()
+
+
+@pytest.fixture
+def in_root(monkeypatch):
+    """Run with the repository root as the working directory (paths in reports are relative)."""
+    monkeypatch.chdir(ROOT)
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def update_golden(request):
+    return request.config.getoption("--update-golden") or os.environ.get("DDTRIAGE_UPDATE_GOLDEN") == "1"
