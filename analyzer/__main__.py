@@ -1,0 +1,5 @@
+"""`python -m analyzer` is `ddtriage`."""
+
+from .cli import main
+
+main()
