@@ -383,7 +383,7 @@ def main(argv=None) -> int:
             if x and y and "mb_s" in x and "mb_s" in y:
                 ratio = x["mb_s"] / y["mb_s"]
                 results[d][f"ratio_ddtriage_{base}"] = ratio
-                row += f"{ratio:>13.2f}x{'':>12}"
+                row += f"{(f'{ratio:.2f}' if ratio >= 0.1 else f'{ratio:.3f}'):>13}x{'':>12}"
                 any_ = True
             else:
                 row += f"{'-':>14}{'':>12}"
@@ -396,6 +396,7 @@ def main(argv=None) -> int:
             row += f"{(f'{k / 1024:,.0f} MiB' if k else '-'):>14}{'':>12}"
         via = next((results[d]["check"]["rss_via"] for d in densities if "check" in results.get(d, {})), "")
         print(row + (f"  ({via}; largest single process)" if via else ""))
+    print("(cat > /dev/null can skip the copy on recent coreutils/kernels: an upper bound, not a read rate)")
     print()
     for d in densities:
         r = results.get(d)
