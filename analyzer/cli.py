@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from .errors import DDTriageError
-from .writers import WRITERS
+from .writers import WRITERS, write_report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 _MISSING = "no such file or directory"
@@ -62,10 +62,11 @@ def scan(paths, fmt, output, fail_on, year, rules_dirs) -> None:
         level = "error" if skipped["reason"] == _MISSING and skipped["source"] in paths else "warning"
         usage_error |= level == "error"
         click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
-    report = WRITERS[fmt].render(analysis)
     try:
         with click.open_file(output, "w", encoding="utf-8") as handle:
-            handle.write(report)
+            write_report(fmt, analysis, handle)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
     except OSError as exc:
         _fail(f"{output}: cannot write report: {exc.strerror or exc}")
     if usage_error:
@@ -160,10 +161,21 @@ def rules_check(directory) -> None:
     click.echo(f"{len(ruleset.rules)} rules OK ({len(ruleset.sources)} files)")
 
 
+def _quiet_broken_pipe() -> None:
+    """The reader went away (`| head`): stop without a traceback, as other CLI tools do."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(EXIT_CLEAN)
+
+
 def main() -> None:
     """Console-script entry point."""
     try:
         cli(standalone_mode=True)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
     except KeyboardInterrupt:
         click.echo("ddtriage: interrupted", err=True)
         sys.exit(130)

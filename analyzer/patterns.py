@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+import regex
+
 from .catalog import Catalog
 from .records import CodeHit
 
@@ -18,24 +20,26 @@ GENERIC_FAILED = 0xFFFFFFFF
 # the `x`, so `0x5010`/`0X5010` cover hex in any case.
 BASE_LITERALS = (b"0x5010", b"0X5010", b"134327", b"LLM_", b"4294967295")
 
-_WORD = r"0-9A-Za-z_"
 _HEX = re.compile(r"(?<![0-9A-Za-z_])0[xX]5010[bB]0([0-9A-Fa-f]{2})(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![0-9A-Za-z_])")
 _DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(134327\d{4})(?![0-9]|\.\d)")
 _FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])4294967295(?![0-9]|\.\d)")
 _NAME = re.compile(r"(?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_])")
 # A decimal counts only after a word that says "this is a status": ErrorNo:, ret =, status,
 # error code is, code=, an enum repr `<LLMStatusCode.X: N>`, or inside a result list `rets=[...`.
-_DECIMAL_CONTEXT = re.compile(
+# Both are `$`-anchored and compiled REVERSE (the `regex` module), so they are tried from the hit
+# backwards and fail at once when the text just before the hit is not a code context.
+_DECIMAL_CONTEXT = regex.compile(
     r"(?ix)(?:"
     r"(?:error\s*no|errno|err(?:or)?[\s_]*code|status(?:[\s_]*code)?|ret(?:s|code|urn(?:ed|s)?)?"
     r"|results?|code|rc|err(?:or)?|failed\s+with|got)"
     r"\s*(?:is\b|==?|:|->)?\s*[\[(]?\s*"
     r"|LLMStatusCode\.\w+\s*:\s*"
     r"|(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*"
-    r")$"
+    r")$",
+    regex.REVERSE,
 )
-# Start of a per-cluster result list that encloses a hit: `rets=[`, `results: [`, `link_rets = (`.
-_RESULT_LIST_OPEN = re.compile(r"(?i)(?:ret|result|status|code)\w*\s*[=:]\s*$")
+# A hit inside a per-cluster result list: `rets=[`, `results: [`, `link_rets = (` still open.
+_IN_RESULT_LIST = regex.compile(r"(?i)(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*$", regex.REVERSE)
 
 
 class CodeMatcher:
@@ -99,13 +103,4 @@ def _is_repr(line: str, start: int) -> bool:
 
 def _in_result_list(line: str, start: int) -> bool:
     """True when the hit sits inside an unclosed `[`/`(` list opened by `rets=`/`results:`."""
-    depth = 0
-    for i in range(start - 1, max(-1, start - 400), -1):
-        ch = line[i]
-        if ch in "])":
-            depth += 1
-        elif ch in "[(":
-            if depth == 0:
-                return _RESULT_LIST_OPEN.search(line, max(0, i - 40), i) is not None
-            depth -= 1
-    return False
+    return _IN_RESULT_LIST.search(line, max(0, start - 400), start) is not None
