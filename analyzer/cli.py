@@ -6,6 +6,7 @@ Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule or input e
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import click
@@ -38,30 +39,90 @@ def cli() -> None:
     """Triage LLM-DataDist failures in CANN host/device logs and application logs."""
 
 
+class _When(click.ParamType):
+    """A point in time: `2025-11-12`, `2025-11-12 03:40`, `2025-11-12T03:40:05.123`."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        try:
+            return datetime.fromisoformat(value.strip().replace("/", "-"))
+        except ValueError:
+            self.fail(f"{value!r} is not a date/time like 2025-11-12 or 2025-11-12T03:40:05", param, ctx)
+
+
+class _Size(click.ParamType):
+    """A byte count with an optional K/M/G/T suffix (powers of 1024)."""
+
+    name = "SIZE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = value.strip().upper().removesuffix("B").removesuffix("I")
+        scale = 1
+        if text and text[-1] in "KMGT":
+            scale = 1024 ** ("KMGT".index(text[-1]) + 1)
+            text = text[:-1]
+        try:
+            return int(float(text) * scale)
+        except ValueError:
+            self.fail(f"{value!r} is not a size like 512M or 50G", param, ctx)
+
+
 @cli.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(sorted(WRITERS)), default="text", show_default=True,
               help="Report format.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               help="Write the report here instead of standard output.")
 @click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
               help="Which findings make the exit code 1 (unrecoverable: not known to be recoverable).")
+@click.option("--include", multiple=True, metavar="GLOB",
+              help="Only scan logs whose path, archive member or file name matches (repeatable).")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Skip files, folders and archive members that match (repeatable).")
+@click.option("--since", type=_When(), help="Only findings at or after this time.")
+@click.option("--until", type=_When(), help="Only findings at or before this time.")
 @click.option("--year", type=click.IntRange(1970, 2999), default=None,
               help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
+              help="Worker processes (default: the CPU count). The report is the same for any N.")
+@click.option("--max-bytes", type=_Size(), default="50G", show_default=True,
+              help="Decompression guard: most bytes one input may expand to.")
+@click.option("--max-ratio", type=click.FloatRange(1.0), default=2000.0, show_default=True,
+              help="Decompression guard: highest expansion ratio of compressed data.")
+@click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @rules_option
-def scan(paths, fmt, output, fail_on, year, rules_dirs) -> None:
-    """Scan PATHS (files, directories, - for stdin) and write a triage report."""
-    from .pipeline import analyze
+def scan(paths, fmt, output, fail_on, include, exclude, since, until, year, jobs, max_bytes, max_ratio,
+         strict, quiet, rules_dirs) -> None:
+    """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
+    With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
+    """
+    from .inputs import default_paths
+    from .pipeline import Options, analyze, cpu_count
+    from .progress import Progress, ProgressBar
+    from .readers import Limits, Selection
+
+    if since and until and since > until:
+        _fail("--since is later than --until")
     try:
-        analysis = analyze(paths, rules=_load_rules(rules_dirs), year=year)
+        paths = list(paths) or default_paths()
+        options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
+                          selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year)
+        show_bar = not quiet and sys.stderr.isatty()
+        analysis = analyze(paths, rules=_load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
+                           progress=ProgressBar() if show_bar else Progress())
     except DDTriageError as exc:
         _fail(str(exc))
     usage_error = False
     for skipped in analysis.inputs.to_dict()["skipped"]:
         level = "error" if skipped["reason"] == _MISSING and skipped["source"] in paths else "warning"
         usage_error |= level == "error"
-        click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
+        if level == "error" or not quiet:
+            click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
     try:
         with click.open_file(output, "w", encoding="utf-8") as handle:
             write_report(fmt, analysis, handle)
@@ -69,7 +130,7 @@ def scan(paths, fmt, output, fail_on, year, rules_dirs) -> None:
         _quiet_broken_pipe()
     except OSError as exc:
         _fail(f"{output}: cannot write report: {exc.strerror or exc}")
-    if usage_error:
+    if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
 

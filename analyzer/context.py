@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 from .catalog import ApiTable
 from .logline import Header, header_for, parse_header, record_headers
 
-LOOKBACK_LINES = 20  # how far "nearest earlier line" may be
+LOOKBACK_LINES = 12  # how far "nearest earlier line" may be: one operation's few lines, not the last API call of the thread
 _TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
 _TRACEBACK_START = "Traceback (most recent call last)"
@@ -39,7 +39,9 @@ class ApiResolver:
         words = sorted(apis.spellings, key=len, reverse=True)
         # Spellings with a space ("Initialize LlmDataDist") match with any run of blanks.
         alternation = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in words)
-        self._spelling = re.compile(r"(?i)(?<![A-Za-z0-9])_*(" + alternation + r")(?![A-Za-z0-9])")
+        # Whole words only: `copy_cache` must not match inside `LLM_COPY_CACHE_FAILED`, but a
+        # leading underscore (`_pull_blocks`) is allowed.
+        self._spelling = re.compile(r"(?i)(?<![A-Za-z0-9_])_*(" + alternation + r")(?![A-Za-z0-9_])")
 
     # -- evidence on one line -------------------------------------------------------------
     def on_line(self, line: str, header: Header, offset: int | None = None) -> tuple[str, str] | None:

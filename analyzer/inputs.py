@@ -1,7 +1,9 @@
-"""Inputs: turn command-line paths into named byte streams, skipping what cannot be read.
+"""Inputs: turn command-line paths into top-level sources, skipping what cannot be read.
 
 Stage: inputs. Files, directories (recursive, sorted, symlink loops survived) and `-` for stdin.
-Every input that is not read, or not read to the end, is recorded with its reason.
+With no path, the local Ascend log root: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log. Every
+input that is not read is recorded with its reason. What is inside a file (compression,
+archives) is the readers' business.
 """
 
 from __future__ import annotations
@@ -12,26 +14,36 @@ import stat
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Iterator
 
+from .errors import InputError
 from .records import Skipped
+from .readers import Selection
 
 _YEAR_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 
 
 @dataclass(frozen=True)
 class Source:
-    """One stream of log bytes and the name reports show for it."""
+    """One top-level input: a file, or stdin (`path` None)."""
 
     name: str
-    open: Callable[[], BinaryIO]
+    path: str | None
     size: int | None = None
-    year: int | None = None  # for timestamps that print no year (vLLM)
+    mtime: float | None = None
+
+    def open(self) -> BinaryIO:
+        if self.path is None:
+            return sys.stdin.buffer
+        return open(self.path, "rb")
 
 
-def year_hint(name: str, mtime: float | None) -> int | None:
-    """The year a year-less timestamp most likely belongs to: from the file name, else mtime."""
-    found = _YEAR_IN_NAME.findall(name)
+def year_hint(name: str, mtime: float | None, default: int | None = None) -> int | None:
+    """The year a year-less timestamp (vLLM) belongs to: --year, else a date in the file's name
+    (`plog-4811_20251112034001123.log`), else the file's mtime."""
+    if default:
+        return default
+    found = _YEAR_IN_NAME.findall(name.rsplit("/", 1)[-1]) or _YEAR_IN_NAME.findall(name)
     if found:
         return int(found[-1])
     if mtime is not None:
@@ -39,11 +51,25 @@ def year_hint(name: str, mtime: float | None) -> int | None:
     return None
 
 
-def iter_sources(paths: list[str], skipped: list[Skipped], default_year: int | None = None) -> Iterator[Source]:
-    """Sources for every path, in command-line order; directories expand sorted."""
+def default_paths() -> list[str]:
+    """Where CANN writes logs on this machine, or a usage error saying what to pass."""
+    env = os.environ.get("ASCEND_PROCESS_LOG_PATH")
+    candidates = [env] if env else []
+    candidates.append(os.path.join(os.path.expanduser("~"), "ascend", "log"))
+    for path in candidates:
+        if path and os.path.isdir(path):
+            return [path]
+    tried = " or ".join(c for c in candidates if c)
+    raise InputError(f"no PATHS given and no local Ascend log directory ({tried}); "
+                     "pass log files, folders, archives or - for stdin")
+
+
+def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None) -> Iterator[Source]:
+    """Top-level sources for every path, in command-line order; directories expand sorted."""
+    selection = selection or Selection()
     for raw in paths:
         if raw == "-":
-            yield Source("-", lambda: sys.stdin.buffer, None, default_year)
+            yield Source("-", None)
             continue
         try:
             st = os.stat(raw)
@@ -54,19 +80,14 @@ def iter_sources(paths: list[str], skipped: list[Skipped], default_year: int | N
             skipped.append(Skipped(raw, exc.strerror or str(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk(raw, skipped, default_year)
+            yield from _walk(raw, skipped, selection)
         elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            yield _file_source(raw, st, default_year)
+            yield Source(raw, raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime)
         else:
             skipped.append(Skipped(raw, "not a regular file"))
 
 
-def _file_source(path: str, st: os.stat_result, default_year: int | None) -> Source:
-    return Source(path, lambda: open(path, "rb"), st.st_size if stat.S_ISREG(st.st_mode) else None,
-                  default_year or year_hint(os.path.basename(path), st.st_mtime))
-
-
-def _walk(root: str, skipped: list[Skipped], default_year: int | None) -> Iterator[Source]:
+def _walk(root: str, skipped: list[Skipped], selection: Selection) -> Iterator[Source]:
     seen: set[tuple[int, int]] = set()
 
     def visit(directory: str) -> Iterator[Source]:
@@ -86,6 +107,8 @@ def _walk(root: str, skipped: list[Skipped], default_year: int | None) -> Iterat
             return
         for entry in entries:
             path = os.path.join(directory, entry.name)
+            if selection.excluded(path):
+                continue
             try:
                 est = os.stat(path)
             except OSError as exc:
@@ -94,7 +117,7 @@ def _walk(root: str, skipped: list[Skipped], default_year: int | None) -> Iterat
             if stat.S_ISDIR(est.st_mode):
                 yield from visit(path)
             elif stat.S_ISREG(est.st_mode):
-                yield _file_source(path, est, default_year)
+                yield Source(path, path, est.st_size, est.st_mtime)
             # sockets, fifos and devices inside a tree are not logs: passed over silently
 
     yield from visit(root)

@@ -46,6 +46,8 @@ _VLLM = re.compile(
     r"\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s?"
 )
 _VLLM_PID = re.compile(r"pid=(\d+)")
+# vLLM relays a worker's stderr (tracebacks, prints) with only the `(name pid=N)` prefix.
+_VLLM_RELAY = re.compile(r"(?:\((?:[^()]*?\s)?pid=\d+\)\s?)+")
 _GLOG = re.compile(
     r"(?P<level>[IWEF])(?P<date>\d{8}) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+(?P<tid>\d+) "
     r"(?P<file>[^:\]\s]+):(?P<fline>\d+)\]\s?"
@@ -84,6 +86,10 @@ def parse_header(line: str, year: int | None = None) -> Header:
         if year:
             ts = _iso(f"{year:04d}-{m.group('md')}", m.group("time"), m.group("frac"))
         return Header("vllm", ts, pid, None, None, m.end(), pos)
+    m = _VLLM_RELAY.match(line, pos)
+    if m:
+        pid = _VLLM_PID.findall(line, pos, m.end())[-1]
+        return Header("vllm", None, pid, None, None, m.end(), pos)
     m = _GLOG.match(line, pos)
     if m:
         d = m.group("date")

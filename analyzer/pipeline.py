@@ -1,4 +1,4 @@
-"""The whole triage as library calls: paths -> sources -> candidates -> findings -> summary.
+"""The whole triage as library calls: paths -> sources -> streams -> candidates -> findings -> summary.
 
     from analyzer import analyze
     result = analyze(["sample_logs/"])
@@ -9,30 +9,50 @@ The CLI is a thin layer over `analyze`.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import os
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, same_thread
-from .inputs import Source, iter_sources
+from .inputs import Source, iter_sources, year_hint
+from .layout import layout_of
 from .logline import Header, header_for, record_headers
 from .patterns import GENERIC_FAILED, CodeMatcher
+from .progress import Progress
+from .readers import READ_ERRORS, Limits, Selection, Unpacker, sniff, SafeStream
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
-from .scanner import Prefilter, ScanCounts, scan_stream
+from .scanner import HISTORY_BYTES, Prefilter, ScanCounts, scan_stream
 
 TEXT_WIDTH = 600  # characters of a hit line kept in a finding
+SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to read inputs: unpacking limits, selection, time window, year for year-less stamps."""
+
+    limits: Limits = field(default_factory=Limits)
+    selection: Selection = field(default_factory=Selection)
+    since: datetime | None = None
+    until: datetime | None = None
+    year: int | None = None
+    prefilter: str = "auto"
 
 
 @dataclass
 class Engine:
-    """Everything compiled once per run: rules, patterns, prefilter, API resolver."""
+    """Everything compiled once per run (or per worker): rules, patterns, prefilter, resolver."""
 
     rules: RuleSet
-    prefilter_engine: str = "auto"
+    options: Options = field(default_factory=Options)
+    progress: Progress = field(default_factory=Progress)
     matcher: CodeMatcher = field(init=False)
     resolver: ApiResolver = field(init=False)
     prefilter: Prefilter = field(init=False)
@@ -40,79 +60,158 @@ class Engine:
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
         self.resolver = ApiResolver(self.rules.apis)
-        self.prefilter = Prefilter(self.matcher.literals, self.prefilter_engine)
+        self.prefilter = Prefilter(self.matcher.literals, self.options.prefilter)
 
+    # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats) -> list[Finding]:
-        """Findings of one source; lines and bytes read are added to `stats` even on error."""
-        counts = ScanCounts()
+        """Findings of one input (a file, an archive, stdin). Lines and bytes read are added to
+        `stats` even when the input breaks half-way; what could not be read is listed."""
         findings: list[Finding] = []
         try:
-            stream = source.open()
+            raw = source.open()
         except OSError as exc:
             stats.skipped.append(Skipped(source.name, exc.strerror or str(exc)))
             return findings
+        raw = _ReportingReader(raw, self.progress.advance)
+        unpacker = Unpacker(self.options.limits, self.options.selection, stats.skipped)
         try:
-            findings.extend(self.scan_stream(source, stream, counts))
-        except (OSError, EOFError, ValueError) as exc:
-            # Whatever was read before the break is kept and accounted for.
-            stats.skipped.append(Skipped(source.name, f"read error after {counts.bytes} bytes: {_reason(exc)}"))
+            leaves = unpacker.leaves(source.name, raw, source.path)
+            while True:
+                try:
+                    leaf = next(leaves)
+                except StopIteration:
+                    break
+                except READ_ERRORS as exc:
+                    stats.skipped.append(Skipped(source.name, _reason(exc)))
+                    break
+                year = year_hint(leaf.name, source.mtime, self.options.year)
+                findings.extend(self._scan_leaf(leaf.name, leaf.stream, year, stats))
         finally:
-            if stream is not None and getattr(stream, "name", None) != "<stdin>":
-                stream.close()
-            stats.files += 1
-            stats.lines += counts.lines
-            stats.bytes += counts.bytes
+            if source.path is not None:
+                raw.close()
+        stats.excluded += unpacker.excluded
         return findings
 
-    def scan_stream(self, source: Source, stream, counts: ScanCounts) -> Iterator[Finding]:
-        recent: deque[tuple[int, Header]] = deque(maxlen=64)  # specific codes seen lately
-        for cand in scan_stream(stream, self.prefilter, counts):
+    def _scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"") -> list[Finding]:
+        counts = ScanCounts()
+        findings: list[Finding] = []
+        try:
+            for finding in self.scan_stream(name, stream, counts, year, history):
+                findings.append(finding)
+        except READ_ERRORS as exc:
+            # Whatever was read before the break is kept and accounted for.
+            stats.skipped.append(Skipped(name, f"read error after {counts.lines} lines: {_reason(exc)}"))
+        stats.files += 1
+        stats.lines += counts.lines
+        stats.bytes += counts.bytes
+        window = self._in_window
+        if self.options.since or self.options.until:
+            kept = [f for f in _with_times(findings) if window(f[1])]
+            stats.outside_window += len(findings) - len(kept)
+            findings = [f for f, _ in kept]
+        return findings
+
+    def _in_window(self, when: datetime | None) -> bool:
+        if when is None:
+            return True  # nothing says when: keep it rather than lose it
+        if self.options.since and when < self.options.since:
+            return False
+        if self.options.until and when > self.options.until:
+            return False
+        return True
+
+    # -- one text stream ---------------------------------------------------------------------
+    def scan_stream(self, name: str, stream, counts: ScanCounts, year: int | None = None,
+                    history: bytes = b"") -> Iterator[Finding]:
+        layout = layout_of(name)
+        # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
+        recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
+        if history:
+            self._seed_recent(history, recent, year)
+        for cand in scan_stream(stream, self.prefilter, counts, history=history):
             text = cand.text()
             hits = self.matcher.find(text)
             if not hits:
                 continue
-            headers = record_headers(text, source.year)
-            memo: dict[str, object] = {}
-
-            def lookback():
-                if "lb" not in memo:
-                    memo["lb"] = cand.lookback()
-                return memo["lb"]
+            headers = record_headers(text, year)
+            lookback = _memo(cand.lookback)
 
             def nearby_text():
                 return "\n".join(t for _, t in lookback()) + "\n" + text
 
             for hit in hits:
                 header = header_for(headers, hit.start)
-                ctx = self.resolver.resolve(text, header, hit.start, lookback, source.year)
+                ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
                 if hit.form == "generic" and not (
-                    ctx.api or self.resolver.mentions_llm(text) or _echoes(recent, cand.line_no, header)
+                    ctx.api or self.resolver.mentions_llm(text) or _echoes(recent, cand, header)
                 ):
                     continue  # the graph engine's own failure, not LLM-DataDist's
                 if hit.value != GENERIC_FAILED:
-                    recent.append((cand.line_no, header))
+                    recent.append((cand.line_no, cand.offset, header))
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
                 yield Finding(
-                    source=source.name, line=cand.line_no, timestamp=header.timestamp,
+                    source=name, line=cand.line_no, timestamp=header.timestamp,
                     code=format_code(hit.value), name=code.name if code else None,
                     api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
                     recoverable=recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
-                    text=_clip(text, hit.start), form=hit.form, pid=header.pid, tid=header.tid,
+                    text=_clip(text, hit.start), form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
+                    node=layout.node, kind=layout.kind, device=layout.device,
                 )
 
+    def _seed_recent(self, history: bytes, recent: deque, year: int | None) -> None:
+        """Specific codes in the bytes before a parallel range, so echoes right after the range
+        start are recognised exactly as in a sequential scan."""
+        lines = history.count(b"\n")
+        for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
+            text = cand.text()
+            for hit in self.matcher.find(text):
+                if hit.value != GENERIC_FAILED:
+                    header = header_for(record_headers(text, year), hit.start)
+                    recent.append((cand.line_no - lines - 1, cand.offset - len(history), header))
 
-def _echoes(recent: deque, line_no: int, header: Header) -> bool:
+
+def _memo(fn: Callable[[], list]) -> Callable[[], list]:
+    cache: list = []
+
+    def get():
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+    return get
+
+
+def _echoes(recent: deque, cand, header: Header) -> bool:
     """A generic failure right after a specific code in the same thread is its echo."""
-    for seen_line, seen_header in reversed(recent):
-        if line_no - seen_line > LOOKBACK_LINES:
+    for seen_line, seen_offset, seen_header in reversed(recent):
+        if cand.line_no - seen_line > LOOKBACK_LINES or cand.offset - seen_offset > HISTORY_BYTES:
             return False
         if same_thread(header, seen_header):
             return True
     return False
+
+
+def _with_times(findings: list[Finding]) -> list[tuple[Finding, datetime | None]]:
+    """Each finding with its time; a line without a timestamp (a traceback's last line) takes
+    the time of the finding before it in the same stream."""
+    out, last = [], None
+    for f in findings:
+        when = _parse_ts(f.timestamp) or last
+        last = when
+        out.append((f, when))
+    return out
+
+
+def _parse_ts(ts: str | None) -> datetime | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts)
+    except ValueError:
+        return None
 
 
 def _clip(text: str, at: int) -> str:
@@ -123,11 +222,134 @@ def _clip(text: str, at: int) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
 
 
 def sort_key(f: Finding) -> tuple:
     return (f.source, f.line, f.code)
+
+
+# -- parallel work ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WorkUnit:
+    """A whole input, or one newline-aligned byte range [start, end) of a big plain file."""
+
+    source: Source
+    start: int = 0
+    end: int | None = None
+
+
+def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
+    """One unit per input; a lone big plain-text file is cut into `jobs` line-aligned ranges."""
+    if jobs > 1 and len(sources) == 1:
+        src = sources[0]
+        if src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES and _is_plain(src):
+            cuts = _aligned_cuts(src.path, src.size, jobs)
+            return [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    return [WorkUnit(s) for s in sources]
+
+
+def _is_plain(src: Source) -> bool:
+    try:
+        with open(src.path, "rb") as handle:
+            return sniff(SafeStream(handle)) == "text"
+    except OSError:
+        return False
+
+
+def _aligned_cuts(path: str, size: int, parts: int) -> list[int]:
+    cuts = [0]
+    with open(path, "rb") as handle:
+        for i in range(1, parts):
+            handle.seek(max(cuts[-1], size * i // parts))
+            handle.readline()  # move to the start of the next line
+            cuts.append(min(handle.tell(), size))
+    cuts.append(size)
+    return cuts
+
+
+class _ReportingReader(io.RawIOBase):
+    """Tells the progress bar how many bytes of the input itself (compressed or not) were read."""
+
+    def __init__(self, inner, report: Callable[[int], None]):
+        self.inner, self.report = inner, report
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size)
+        self.report(len(data))
+        return data
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
+
+
+class _Bounded(io.RawIOBase):
+    def __init__(self, handle, remaining: int):
+        self.handle, self.remaining = handle, remaining
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.remaining <= 0:
+            return b""
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.handle.read(size)
+        self.remaining -= len(data)
+        return data
+
+
+def run_unit(engine: Engine, unit: WorkUnit) -> tuple[list[Finding], InputStats]:
+    """Scan one work unit; line numbers of a range are local (1 = its first line)."""
+    stats = InputStats()
+    if unit.end is None:
+        return engine.scan_source(unit.source, stats), stats
+    src = unit.source
+    with open(src.path, "rb") as handle:
+        lead = max(0, unit.start - HISTORY_BYTES)
+        handle.seek(lead)
+        history = handle.read(unit.start - lead)
+        if lead > 0:
+            history = history[history.find(b"\n") + 1:]
+        year = year_hint(src.name, src.mtime, engine.options.year)
+        findings = engine._scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history)
+    stats.files = 0  # the parent counts the file once
+    return findings, stats
+
+
+_WORKER: Engine | None = None
+
+
+def _init_worker(rules: RuleSet, options: Options) -> None:
+    global _WORKER
+    _WORKER = Engine(rules, options)
+
+
+def _run_in_worker(unit: WorkUnit):
+    return run_unit(_WORKER, unit)
+
+
+def _merge(units: list[WorkUnit], results) -> tuple[list[Finding], InputStats]:
+    """Combine unit results; shift range line numbers by the lines of the ranges before."""
+    stats, findings = InputStats(), []
+    shift, previous = 0, None
+    for unit, (found, unit_stats) in zip(units, results):
+        if unit.end is not None:
+            if previous is not unit.source:
+                shift, previous = 0, unit.source
+                stats.files += 1
+            if shift:
+                found = [dataclasses.replace(f, line=f.line + shift,
+                                             api_line=None if f.api_line is None else f.api_line + shift)
+                         for f in found]
+            shift += unit_stats.lines
+        findings.extend(found)
+        stats.add(unit_stats)
+    return findings, stats
 
 
 @dataclass
@@ -141,16 +363,37 @@ class Analysis:
 
 
 def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iterable[str | Path] = (),
-            prefilter: str = "auto", year: int | None = None) -> Analysis:
-    """Scan `paths` (files, directories, `-`) and return findings, input stats and the summary."""
+            options: Options | None = None, jobs: int = 1, progress: Progress | None = None) -> Analysis:
+    """Scan `paths` (files, folders, archives, `-`) and return findings, input stats and summary.
+    The result is the same whatever `jobs` is."""
     from .triage import summarize  # pandas is imported only when a summary is built
 
+    options = options or Options()
+    progress = progress or Progress()
     ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
-    engine = Engine(ruleset, prefilter)
-    stats = InputStats()
-    findings: list[Finding] = []
-    for source in iter_sources(list(paths), stats.skipped, year):
-        findings.extend(engine.scan_source(source, stats))
+    skipped: list[Skipped] = []
+    sources = list(iter_sources(list(paths), skipped, options.selection))
+    units = plan_units(sources, jobs)
+    progress.start(sum(s.size or 0 for s in sources), len(sources))
+    results = []
+    if jobs > 1 and len(units) > 1 and not any(u.source.path is None for u in units):
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
+                                 initargs=(ruleset, options)) as pool:
+            for unit, result in zip(units, pool.map(_run_in_worker, units)):
+                results.append(result)
+                progress.advance((unit.end - unit.start) if unit.end is not None else (unit.source.size or 0))
+                if unit.end is None or unit.end == unit.source.size:
+                    progress.file_done()
+    else:
+        engine = Engine(ruleset, options, progress)
+        for unit in units:
+            results.append(run_unit(engine, unit))
+            progress.file_done()
+    progress.finish()
+    findings, stats = _merge(units, results)
+    stats.skipped[:0] = skipped
     findings.sort(key=sort_key)
     analysis = Analysis(findings, stats, ruleset)
     analysis.summary = summarize(findings, ruleset)
@@ -159,11 +402,15 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
 
 def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") -> list[Finding]:
     """Findings of a snippet of log text (rule examples, notebooks)."""
-    return analyze_snippet(Engine(rules or RuleSet.load()), text, name)
+    return analyze_snippet(Engine(rules or RuleSet.load(), Options(prefilter="find")), text, name)
 
 
 def analyze_snippet(engine: Engine, text: str, name: str = "<text>") -> list[Finding]:
     """Findings of a snippet of log text with an already compiled engine."""
-    data = text.encode("utf-8")
-    source = Source(name, lambda: io.BytesIO(data), len(data), None)
-    return sorted(engine.scan_source(source, InputStats()), key=sort_key)
+    stats = InputStats()
+    found = engine._scan_leaf(name, io.BytesIO(text.encode("utf-8")), None, stats)
+    return sorted(found, key=sort_key)
+
+
+def cpu_count() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

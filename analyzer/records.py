@@ -40,6 +40,9 @@ class Finding:
     known: bool = True
     generic: bool = False
     references: tuple[str, ...] = field(default_factory=tuple)
+    node: str | None = None  # from the bundle or folder name
+    kind: str = "application"  # host | device | application
+    device: str | None = None
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -60,6 +63,9 @@ class Finding:
             "references": list(self.references),
             "form": self.form,
             "in_cluster_results": self.in_cluster_results,
+            "node": self.node,
+            "kind": self.kind,
+            "device": self.device,
             "pid": self.pid,
             "tid": self.tid,
             "text": self.text,
@@ -82,18 +88,24 @@ class InputStats:
     lines: int = 0
     bytes: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    excluded: int = 0  # streams left out by --include/--exclude
+    outside_window: int = 0  # findings outside --since/--until
 
     def add(self, other: "InputStats") -> None:
         self.files += other.files
         self.lines += other.lines
         self.bytes += other.bytes
         self.skipped.extend(other.skipped)
+        self.excluded += other.excluded
+        self.outside_window += other.outside_window
 
     def to_dict(self) -> dict:
         return {
             "files": self.files,
             "lines": self.lines,
             "bytes": self.bytes,
+            "excluded": self.excluded,
+            "outside_window": self.outside_window,
             "skipped": [
                 {"source": s.source, "reason": s.reason}
                 for s in sorted(self.skipped, key=lambda s: (s.source, s.reason))

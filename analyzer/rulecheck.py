@@ -3,7 +3,7 @@ line with that rule; no `no_match` example may. Used by `ddtriage rules check` a
 
 from __future__ import annotations
 
-from .pipeline import Engine, analyze_snippet
+from .pipeline import Engine, Options, analyze_snippet
 from .rules import Rule, RuleSet
 
 
@@ -21,7 +21,7 @@ def example_result(engine: Engine, rule: Rule, example: str) -> list[str]:
 
 def check_examples(rules: RuleSet) -> list[str]:
     """Every failing example, as `origin: rule id: reason` messages (empty when all pass)."""
-    engine = Engine(rules, "find")
+    engine = Engine(rules, Options(prefilter="find"))
     problems = []
     for rule in sorted(rules.rules, key=lambda r: r.id):
         for example in rule.examples_match:

@@ -35,6 +35,7 @@ class Candidate:
     """A line holding at least one prefilter literal, with lazy access to the lines before it."""
 
     line_no: int
+    offset: int  # byte offset of the line's start in the stream
     raw: bytes
     _buf: bytes
     _start: int  # where this line starts in _buf
@@ -49,8 +50,13 @@ class Candidate:
         out: list[tuple[int, str]] = []
         end = self._start - 1  # the newline that ends the previous line
         line_no = self.line_no - 1
-        while end >= 0 and len(out) < limit and line_no >= self._first_line_no:
+        # Never further back than HISTORY_BYTES, so the answer does not depend on where blocks
+        # or parallel byte ranges happen to start.
+        floor = max(0, self._start - HISTORY_BYTES)
+        while end >= floor and len(out) < limit and line_no >= self._first_line_no:
             begin = self._buf.rfind(b"\n", 0, end) + 1
+            if begin < floor:
+                break
             out.append((line_no, decode(self._buf[begin:end][:TEXT_LIMIT * 2])))
             end = begin - 1
             line_no -= 1
@@ -119,16 +125,17 @@ class ScanCounts:
     bytes: int = 0
 
 
-def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts,
-                block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE) -> Iterator[Candidate]:
+def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
+                max_line: int = MAX_LINE, history: bytes = b"") -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
-    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a
-    read error mid-stream) still knows what was read.
+    `history` is text just before the stream (complete lines) that lookback may see: a parallel
+    byte range gets the bytes before its start. `counts` is updated as bytes and lines are
+    consumed, so a caller that stops early (or a read error mid-stream) still knows what was read.
     """
-    history = b""
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
+    offset = 0  # stream offset of the first byte of `pending`
     while True:
         chunk = stream.read(block_size)
         if not chunk:
@@ -143,44 +150,44 @@ def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts,
             # One line longer than we keep: scan what we have, carry a small overlap so a code
             # cut in two is still seen whole; findings dedupe per line.
             keep = 256
-            yield from _candidates(history, data[:-keep], prefilter, line_no, line_no, partial=True)
+            yield from _candidates(data[:-keep], 0, prefilter, line_no, line_no, offset)
+            offset += len(data) - keep
             pending = data[-keep:]
             history = b""
             continue
         region = data[: cut + 1]
         pending = data[cut + 1:]
-        buf = history + region
-        offset = len(history)
-        first_line_no = line_no - _count_lines(history)
-        yield from _candidates(buf, region, prefilter, line_no, first_line_no, offset=offset)
+        buf = history + region if history else region
+        first_line_no = line_no - history.count(b"\n")
+        yield from _candidates(buf, len(history), prefilter, line_no, first_line_no, offset)
         newlines = region.count(b"\n")
         counts.lines += newlines
         line_no += newlines
-        history = region[-HISTORY_BYTES:]
-        nl = history.find(b"\n")
-        history = history[nl + 1:] if len(region) > HISTORY_BYTES else history
+        offset += len(region)
+        history = _tail_lines(region)
     if pending:
         buf = history + pending
-        yield from _candidates(buf, pending, prefilter, line_no, line_no - _count_lines(history),
-                               offset=len(history))
+        yield from _candidates(buf, len(history), prefilter, line_no, line_no - history.count(b"\n"), offset)
         counts.lines += 1  # a final line without a newline still counts
 
 
-def _count_lines(history: bytes) -> int:
-    return history.count(b"\n")
+def _tail_lines(region: bytes) -> bytes:
+    """The complete lines in the last HISTORY_BYTES of a region."""
+    if len(region) <= HISTORY_BYTES:
+        return region
+    tail = region[-HISTORY_BYTES:]
+    return tail[tail.find(b"\n") + 1:]
 
 
-def _candidates(buf: bytes, region: bytes, prefilter: Prefilter, line_no: int, first_line_no: int,
-                offset: int = 0, partial: bool = False) -> Iterator[Candidate]:
-    """Candidates inside buf[offset:offset+len(region)]; line numbers counted incrementally."""
-    if partial:
-        buf, offset = region, 0
-    end = offset + len(region)
-    counted_to = offset
-    for start in prefilter.line_starts(buf, offset, end):
+def _candidates(buf: bytes, begin: int, prefilter: Prefilter, line_no: int, first_line_no: int,
+                offset: int) -> Iterator[Candidate]:
+    """Candidates in buf[begin:] (buf[:begin] is history); line numbers counted incrementally.
+    `offset` is the stream offset of buf[begin]."""
+    end = len(buf)
+    counted_to = begin
+    for start in prefilter.line_starts(buf, begin, end):
         line_no += buf.count(b"\n", counted_to, start)
         counted_to = start
         nl = buf.find(b"\n", start, end)
-        stop = end if nl == -1 else nl
-        raw = buf[start:stop]
-        yield Candidate(line_no, raw, buf, start, first_line_no if not partial else line_no)
+        raw = buf[start:end if nl == -1 else nl]
+        yield Candidate(line_no, offset + start - begin, raw, buf, start, first_line_no)

@@ -15,16 +15,18 @@ import pandas as pd
 from .records import Finding
 from .rules import RuleSet
 
-BURST_LINES = 200  # a new burst starts after this many lines without a finding ...
-BURST_SECONDS = 10.0  # ... or this long without one (when both ends have timestamps)
+BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
+BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timestamps)
 
-_COLUMNS = ["source", "line", "timestamp", "code", "name", "api", "action", "rule", "recoverable", "generic"]
+_COLUMNS = ["source", "line", "timestamp", "code", "name", "api", "action", "rule", "recoverable", "generic",
+            "node", "kind"]
 
 
 def summarize(findings: list[Finding], rules: RuleSet) -> dict:
     """The summary block every report shows."""
     if not findings:
-        return {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "bursts": [], "actions": []}
+        return {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "actions": [], "nodes": [],
+                "bursts": []}
     frame = pd.DataFrame([{c: getattr(f, c) for c in _COLUMNS} for f in findings], columns=_COLUMNS)
     for column in ("source", "code", "name", "api", "action", "rule"):
         frame[column] = frame[column].astype("category")
@@ -35,6 +37,7 @@ def summarize(findings: list[Finding], rules: RuleSet) -> dict:
         "unknown_codes": int(frame["name"].isna().sum()),
         "codes": _by_code_api(frame),
         "actions": _by_action(frame),
+        "nodes": _by_node(frame),
         "bursts": _bursts(findings),
     }
 
@@ -72,6 +75,22 @@ def _by_action(frame: pd.DataFrame) -> list[dict]:
                   key=lambda r: (-r["count"], r["action"]))
 
 
+def _by_node(frame: pd.DataFrame) -> list[dict]:
+    """Per node (from the bundle or folder name): how many findings, how bad, from which logs."""
+    keyed = frame.assign(node_key=frame["node"].astype("object").fillna(""),
+                         bad=frame["recoverable"] != True)  # noqa: E712
+    rows = []
+    for node, group in keyed.groupby("node_key", sort=True):
+        rows.append({
+            "node": node or None,
+            "findings": int(len(group)),
+            "unrecoverable": int(group["bad"].sum()),
+            "kinds": {str(k): int(n) for k, n in sorted(group["kind"].value_counts().items()) if n},
+            "sources": sorted({str(s) for s in group["source"]}),
+        })
+    return rows
+
+
 def _seconds(ts: str | None) -> float | None:
     if not ts:
         return None
@@ -105,6 +124,8 @@ def _bursts(findings: list[Finding]) -> list[dict]:
         stamps = [f.timestamp for f in group if f.timestamp]
         out.append({
             "source": lead.source,
+            "node": lead.node,
+            "kind": lead.kind,
             "lines": [group[0].line, group[-1].line],
             "first_seen": min(stamps) if stamps else None,
             "last_seen": max(stamps) if stamps else None,
@@ -117,7 +138,9 @@ def _bursts(findings: list[Finding]) -> list[dict]:
             "echoes": len(echoes),
             "also": sorted({(f.code, f.name or "unknown", f.api or "") for f in others}),
         })
-    out.sort(key=lambda b: (b["lead"]["recoverable"] is True, b["first_seen"] or "", b["source"], b["lines"][0]))
+    # Not-recoverable leads first; then in time order (untimed last), so the story reads forward.
+    out.sort(key=lambda b: (b["lead"]["recoverable"] is True, b["first_seen"] is None, b["first_seen"] or "",
+                            b["source"], b["lines"][0]))
     for b in out:
         b["also"] = [{"code": c, "name": n, "api": a or None} for c, n, a in b["also"]]
     return out

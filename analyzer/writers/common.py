@@ -7,10 +7,17 @@ def describe_code(code: str, name: str | None) -> str:
     return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
 
 
+def short_source(source: str, width: int) -> str:
+    """A path that fits `width`: keep the end (file and archive member names matter most)."""
+    if len(source) <= width:
+        return source
+    return "…" + source[-(width - 1):]
+
+
 def describe_api(api: str | None, evidence: str | None, api_line: int | None = None) -> str:
     if not api:
         return "API unknown"
-    where = {"func": "plog Func field", "tag": "[tag]", "message": "message text",
+    where = {"func": "Func field", "tag": "[tag]", "message": "message text",
              "traceback": "traceback frame", "nearby": "earlier line"}.get(evidence or "", evidence or "")
     if api_line is not None:
         where += f" {api_line}"

@@ -34,7 +34,8 @@ def render(analysis) -> str:
         lead = b["lead"]
         out.append(f"{n}. **{_cell(describe_code(lead['code'], lead['name']))}** "
                    f"{_cell(describe_api(lead['api'], lead['api_evidence']))}, "
-                   f"`{_cell(b['source'])}:{lead['line']}`"
+                   + (f"node {_cell(b['node'])}, " if b["node"] else "")
+                   + f"`{_cell(b['source'])}:{lead['line']}`"
                    + (f" at {b['first_seen']}" if b["first_seen"] else "")
                    + f", {recoverable_word(lead['recoverable'])}.")
         out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
@@ -45,17 +46,22 @@ def render(analysis) -> str:
             notes.append("also " + ", ".join(a["name"] + (f" from {a['api']}" if a["api"] else "") for a in b["also"]))
         if notes:
             out.append(f"   {_cell('; '.join(notes))}.")
+    out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
+    for node in s["nodes"]:
+        kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())
+        out.append(f"| {_cell(node['node'] or '(no node)')} | {node['findings']} | {node['unrecoverable']} | {_cell(kinds)} |")
     out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
             "|---:|---|---|---|---|---|---|---|"]
     for r in s["codes"]:
         out.append(f"| {r['count']} | {r['code']} | {_cell(r['name'] or 'unknown')} | {_cell(r['api'] or '-')} | "
                    f"{r['action']} | {_cell(r['rule'])} | {_cell(r['first_seen'] or r['first_at'])} | "
                    f"{_cell(', '.join(r['sources']))} |")
-    out += ["", "## Findings", "", "| where | time | code | API (evidence) | action |", "|---|---|---|---|---|"]
+    out += ["", "## Findings", "", "| where | node | time | code | API (evidence) | action |",
+            "|---|---|---|---|---|---|"]
     for f in analysis.findings[:MAX_FINDINGS]:
         api = f"{f.api} ({f.api_evidence})" if f.api else "-"
-        out.append(f"| `{_cell(f.source)}:{f.line}` | {_cell(f.timestamp or '')} | {_cell(f.name or f.code)} | "
-                   f"{_cell(api)} | {f.action} |")
+        out.append(f"| `{_cell(f.source)}:{f.line}` | {_cell(f.node or '')} | {_cell(f.timestamp or '')} | "
+                   f"{_cell(f.name or f.code)} | {_cell(api)} | {f.action} |")
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"\n{len(analysis.findings) - MAX_FINDINGS} more findings: see the JSON report.")
     return "\n".join(out) + "\n"

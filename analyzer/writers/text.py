@@ -2,68 +2,81 @@
 
     ddtriage: 3 findings (1 not known recoverable) in 2 files, 120 lines, 9.1 KiB read
 
-    Diagnosis (most severe first)
-    1. decode/plog-5569.log:41  2025-11-12T03:40:05.001002
-       LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks (plog Func field)
-       action: relink [wait-timeout-transfer]
-         The link is unrecoverable: unlink and link the clusters again ...
+    Diagnosis: 2 bursts, most severe first
+     1. LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks (Func field)
+        decode-node-2  .../plog/plog-5569_20251112034002789.log:61
+        2025-11-12T03:40:08.100000, NOT recoverable
+        -> relink [wait-timeout-transfer]
+           The transfer timed out and the link is now unrecoverable: ...
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from .common import describe_api, describe_code, inputs_line, recoverable_word
+from .common import describe_api, describe_code, inputs_line, recoverable_word, short_source
 
 WIDTH = 80
-MAX_BURSTS = 20
+MAX_BURSTS = 25
 MAX_FINDINGS = 200
 
 
-def _wrap(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent,
+def _wrap(text: str, indent: str, width: int = WIDTH) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent,
                          break_long_words=True, break_on_hyphens=False) or [indent]
 
 
 def render(analysis) -> str:
     s = analysis.summary
-    out = ["ddtriage: " + inputs_line(analysis)]
+    out = _wrap("ddtriage: " + inputs_line(analysis), "")
     for skipped in analysis.inputs.to_dict()["skipped"]:
         out += _wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ")
     if not analysis.findings:
         out += ["", "No LLM-DataDist status codes found."]
         return "\n".join(out) + "\n"
 
-    out += ["", "Diagnosis (most severe first)"]
-    for n, burst in enumerate(s["bursts"][:MAX_BURSTS], 1):
+    bursts = s["bursts"]
+    out += ["", f"Diagnosis: {len(bursts)} burst{'s' if len(bursts) != 1 else ''}, most severe first"]
+    for n, burst in enumerate(bursts[:MAX_BURSTS], 1):
         lead = burst["lead"]
-        lines = burst["lines"]
-        span = f"{lines[0]}" if lines[0] == lines[1] else f"{lines[0]}-{lines[1]}"
-        out += _wrap(f"{n}. {burst['source']}:{span}  {burst['first_seen'] or ''}".rstrip(), "")
-        out += _wrap(f"{describe_code(lead['code'], lead['name'])} {describe_api(lead['api'], lead['api_evidence'])}, "
-                     f"line {lead['line']}, {recoverable_word(lead['recoverable'])}", "   ")
-        out += _wrap(f"action: {lead['action']} [{lead['rule']}]", "   ")
-        out += _wrap(lead["remedy"], "     ")
+        first, last = burst["lines"]
+        span = f":{first}" + (f"-{last}" if last != first else "")
+        where = short_source(burst["source"], WIDTH - 4 - len(span)) + span
+        if burst["node"] and burst["node"] not in burst["source"]:
+            where = f"{burst['node']}: {where}"
+        out += _wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
+                     f"{describe_api(lead['api'], lead['api_evidence'])}", "", WIDTH)
+        out += _wrap(where, "    ")
+        out += _wrap(f"{burst['first_seen'] or 'no timestamp'}, line {lead['line']}, "
+                     f"{recoverable_word(lead['recoverable'])}", "    ")
+        out += _wrap(f"-> {lead['action']} [{lead['rule']}]", "    ")
+        out += _wrap(lead["remedy"], "       ")
         extra = []
         if burst["echoes"]:
             extra.append(f"{burst['echoes']} generic LLM_FAILED echo{'es' if burst['echoes'] != 1 else ''}")
         if burst["also"]:
-            extra.append("also " + ", ".join(a["name"] + (f" from {a['api']}" if a["api"] else "") for a in burst["also"]))
+            extra.append("also " + ", ".join((a["name"] if a["name"] != "unknown" else f"unknown {a['code']}")
+                                             + (f" from {a['api']}" if a["api"] else "") for a in burst["also"]))
         if extra:
-            out += _wrap("; ".join(extra), "   ")
-    if len(s["bursts"]) > MAX_BURSTS:
-        out.append(f"... {len(s['bursts']) - MAX_BURSTS} more bursts (see --format json)")
+            out += _wrap("+ " + "; ".join(extra), "    ")
+    if len(bursts) > MAX_BURSTS:
+        out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
+
+    out += ["", "By node"]
+    for node in s["nodes"]:
+        kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())
+        out += _wrap(f"{node['node'] or '(no node)'}: {node['findings']} findings "
+                     f"({node['unrecoverable']} not known recoverable; {kinds})", "  ")
 
     out += ["", "Codes by API"]
     out.append(f"{'count':>5}  {'code':<10}  {'name':<29}  {'api':<17}  action")
     for row in s["codes"]:
         name = (row["name"] or "unknown")[:29]
-        out.append(f"{row['count']:>5}  {row['code']:<10}  {name:<29}  {(row['api'] or '-')[:17]:<17}  {row['action']}")
+        out.append(f"{row['count']:>5}  {row['code']:<10}  {name:<29}  {(row['api'] or '-')[:17]:<17}  {row['action']}"[:WIDTH])
 
     out += ["", "Findings"]
     for f in analysis.findings[:MAX_FINDINGS]:
-        head = f"{f.source}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}"
-        out += _wrap(head, "")
+        out += _wrap(f"{short_source(f.source, 44)}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}", "",)
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"... {len(analysis.findings) - MAX_FINDINGS} more findings (see --format json)")
     return "\n".join(out) + "\n"

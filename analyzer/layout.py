@@ -1,0 +1,68 @@
+"""Layout: where a log came from, read off its name (Ascend layout, domain.md §7).
+
+    bundle.tar.gz!node-2/device_log.tar.gz!device-3/device-41_20251112034001456.log
+      -> node "node-2", kind "device", device "3", pid "41"
+
+Stage: inputs (naming). Node is the folder or bundle above the Ascend layout (`ascend/`, `log/`,
+`debug|run|security/`, `plog/`, `device-N/`, the collector's `plog.tar.gz`/`device_log.tar.gz`);
+without a layout, the folder the log sits in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .readers import strip_compression_suffix
+
+_LAYOUT_WORDS = re.compile(r"(?i)^(?:ascend|log|logs|debug|run|security|plog|device_?log|device-\d+|slog)$")
+_DEVICE_DIR = re.compile(r"(?i)^device-(\d+)$")
+_PLOG_FILE = re.compile(r"(?i)^plog-(\d+)_\d+")
+_DEVICE_FILE = re.compile(r"(?i)^device-(\d+)_\d+")
+# System folders that sit above a local ~/ascend/log and say nothing about the node.
+_NOT_A_NODE = {"..", "~", "log", "logs", "root", "home", "var", "tmp", "opt", "usr", "data", "mnt", "srv"}
+_ARCHIVE_SUFFIX = re.compile(r"(?i)\.(?:tar|zip)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    node: str | None
+    kind: str  # host | device | application
+    device: str | None
+    pid: str | None
+
+
+def _parts(name: str) -> list[str]:
+    parts = []
+    for piece in name.replace("\\", "/").split("!"):
+        parts.extend(p for p in piece.split("/") if p not in ("", "."))
+        if parts:  # an archive or compressed file names a folder level: drop its suffixes
+            parts[-1] = _ARCHIVE_SUFFIX.sub("", strip_compression_suffix(parts[-1]))
+    return parts
+
+
+def layout_of(name: str) -> Layout:
+    parts = _parts(name)
+    folders, base = parts[:-1], (parts[-1] if parts else "")
+    device = pid = None
+    kind = "application"
+    for folder in folders:
+        m = _DEVICE_DIR.match(folder)
+        if m:
+            device, kind = m.group(1), "device"
+    m = _DEVICE_FILE.match(base)
+    if m:
+        kind, pid = "device", m.group(1)
+    m = _PLOG_FILE.match(base)
+    if m:
+        kind, pid = "host", m.group(1)
+    if kind == "application" and any(f.lower() == "plog" for f in folders):
+        kind = "host"
+    lowered = [f.lower() for f in folders]
+    # The Ascend root (`ascend/`) is the surest anchor; else the first layout folder.
+    anchor = len(lowered) - 1 - lowered[::-1].index("ascend") if "ascend" in lowered else \
+        next((i for i, f in enumerate(folders) if _LAYOUT_WORDS.match(f)), len(folders))
+    node = folders[anchor - 1] if anchor > 0 else None
+    if node is not None and node.lower() in _NOT_A_NODE:
+        node = None
+    return Layout(node, kind, device, pid)

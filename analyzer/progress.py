@@ -1,0 +1,68 @@
+"""A progress bar on stderr for scans that take more than a moment.
+
+Shown only when stderr is a terminal (and not --quiet), only after `DELAY` seconds, and redrawn
+at most every `INTERVAL` seconds: bytes done of bytes known, files done.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .writers.common import human_bytes
+
+DELAY = 0.7
+INTERVAL = 0.2
+
+
+class Progress:
+    """Null progress: the library default."""
+
+    def start(self, total_bytes: int, total_files: int) -> None: ...
+
+    def advance(self, n_bytes: int) -> None: ...
+
+    def file_done(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class ProgressBar(Progress):
+    def __init__(self, stream=None, width: int = 30):
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.total_bytes = self.total_files = 0
+        self.done_bytes = self.done_files = 0
+        self.began = time.monotonic()
+        self.drawn = 0.0
+        self.visible = False
+
+    def start(self, total_bytes: int, total_files: int) -> None:
+        self.total_bytes, self.total_files = total_bytes, total_files
+        self.began = time.monotonic()
+
+    def advance(self, n_bytes: int) -> None:
+        self.done_bytes += n_bytes
+        self._draw()
+
+    def file_done(self) -> None:
+        self.done_files += 1
+        self._draw()
+
+    def _draw(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and (now - self.began < DELAY or now - self.drawn < INTERVAL):
+            return
+        self.drawn = now
+        frac = min(1.0, self.done_bytes / self.total_bytes) if self.total_bytes else 0.0
+        bar = "#" * int(frac * self.width)
+        text = (f"\r[{bar:<{self.width}}] {human_bytes(self.done_bytes)} of {human_bytes(self.total_bytes)}"
+                f", {self.done_files}/{self.total_files} files")
+        self.stream.write(text[:79].ljust(79))
+        self.stream.flush()
+        self.visible = True
+
+    def finish(self) -> None:
+        if self.visible:
+            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.flush()
