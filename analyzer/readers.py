@@ -14,6 +14,7 @@ import fnmatch
 import gzip
 import io
 import lzma
+import re
 import tarfile
 import tempfile
 import zipfile
@@ -34,6 +35,7 @@ except ImportError:  # pragma: no cover
     _zstd = None
 
 MAX_DEPTH = 8
+_ROTATION = re.compile(r"\.\d+$")
 PIECE = 1 << 16  # read decompressors in small pieces so a break loses nothing before it
 SPOOL_IN_MEMORY = 64 << 20  # a nested zip is spooled (zip needs random access); memory up to this
 
@@ -81,7 +83,8 @@ class Selection:
     def _names(name: str) -> list[str]:
         member = name.rsplit("!", 1)[-1]
         base = member.rsplit("/", 1)[-1]
-        return [name, member, base, strip_compression_suffix(base)]
+        plain = strip_compression_suffix(base)
+        return [name, member, base, plain, _ROTATION.sub("", plain)]  # plog.log.3.gz -> plog.log
 
     def excluded(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in self._names(name))
@@ -193,8 +196,9 @@ class _Counting(io.RawIOBase):
         return len(data)
 
 
-def sniff(stream: SafeStream) -> str:
-    """Format of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar or text."""
+def sniff(stream: SafeStream, name: str = "") -> str:
+    """Format of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar or text. The name
+    only breaks one tie: an empty tar archive is nothing but zero blocks."""
     head = stream.peek(512)
     if head.startswith(GZIP):
         return "gzip"
@@ -209,6 +213,8 @@ def sniff(stream: SafeStream) -> str:
     if len(head) >= 262 and head[257:262] == b"ustar":
         return "tar"
     if len(head) == 512 and _old_tar_checksum_ok(head):
+        return "tar"
+    if len(head) == 512 and not head.strip(b"\x00") and strip_compression_suffix(name).endswith(".tar"):
         return "tar"
     return "text"
 
@@ -278,7 +284,7 @@ class Unpacker:
             self._skip(name, f"archives nested deeper than {MAX_DEPTH} levels")
             return
         try:
-            kind = sniff(stream)
+            kind = sniff(stream, name)
         except LimitExceeded as exc:
             self._skip(name, str(exc))
             return

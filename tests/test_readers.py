@@ -1,0 +1,257 @@
+"""Stage: inputs (unpacking). Every compression and archive format, nesting, and every failure
+mode of issue #3, on small fixtures built here."""
+
+import bz2
+import gzip
+import io
+import json
+import lzma
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from analyzer import analyze
+from analyzer.cli import cli
+from analyzer.pipeline import Options
+from analyzer.readers import Limits, Selection
+from bundles import collector_bundle, tar_bytes, zip_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"
+       b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "
+       b"ErrorNo: 1343270913(request wait to be processed timeout!) [GE][MODULE]pull blocks timeout\n")
+
+
+def scan(*paths, **options):
+    jobs = options.pop("jobs", 1)
+    return analyze([str(p) for p in paths], options=Options(**options), jobs=jobs)
+
+
+def where(result):
+    return [(f.source, f.line, f.code) for f in result.findings]
+
+
+COMPRESSORS = {
+    "gz": lambda d: gzip.compress(d, mtime=0),
+    "gz-multi": lambda d: gzip.compress(d[:50], mtime=0) + gzip.compress(d[50:], mtime=0),
+    "bz2": bz2.compress,
+    "xz": lzma.compress,
+    "zst": lambda d: zstandard.ZstdCompressor().compress(d),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(COMPRESSORS))
+def test_compressed_file_detected_by_magic_not_name(tmp_path, kind):
+    path = tmp_path / "plog-5569_20251112034002789.log"  # no compression suffix on purpose
+    path.write_bytes(COMPRESSORS[kind](LOG))
+    result = scan(path)
+    assert where(result) == [(str(path), 2, "0x5010B001")]
+    assert result.findings[0].action == "relink"
+    assert result.inputs.lines == 2 and result.inputs.bytes == len(LOG)
+
+
+@pytest.mark.parametrize("mode,suffix", [("w", "tar"), ("w:gz", "tar.gz"), ("w:gz", "tgz"), ("w:bz2", "tar.bz2"),
+                                         ("w:xz", "tar.xz")])
+def test_tar_formats(tmp_path, mode, suffix):
+    path = tmp_path / f"bundle.{suffix}"
+    path.write_bytes(tar_bytes({"node-1/a.log": LOG, "node-1/b.log": b"nothing\n" + LOG}, mode))
+    result = scan(path)
+    assert where(result) == [(f"{path}!node-1/a.log", 2, "0x5010B001"), (f"{path}!node-1/b.log", 3, "0x5010B001")]
+    assert result.findings[0].node == "node-1"
+
+
+def test_zip_and_nesting(tmp_path):
+    inner = gzip.compress(tar_bytes({"device-3/device-41_20251112034001456.log": LOG}), mtime=0)
+    zipped = zip_bytes({"node-2/device_log.tar.gz": inner, "node-2/app.log": LOG})
+    outer = tmp_path / "bundle.tar.gz"
+    outer.write_bytes(gzip.compress(tar_bytes({"ticket/bundle.zip": zipped}), mtime=0))
+    result = scan(outer)
+    names = [f.source for f in result.findings]
+    assert names == [f"{outer}!ticket/bundle.zip!node-2/app.log",
+                     f"{outer}!ticket/bundle.zip!node-2/device_log.tar.gz!device-3/device-41_20251112034001456.log"]
+    dev = result.findings[1]
+    assert (dev.node, dev.kind, dev.device, dev.line) == ("node-2", "device", "3", 2)
+
+
+def test_collected_bundle_equals_unpacked_logs(tmp_path):
+    """The collector's nested tar.gz per node, scanned by naming its folder, gives the same findings
+    with member line numbers as scanning the same logs unpacked."""
+    for node in ("prompt-node-1", "decode-node-2"):
+        (tmp_path / f"{node}.tar.gz").write_bytes(collector_bundle(ROOT / "sample_logs" / node))
+    packed = scan(tmp_path)
+    plain = scan(ROOT / "sample_logs")
+
+    def key(f):
+        return (f.node, Path(f.source.split("!")[-1]).name.removesuffix(".1.gz"), f.line, f.code, f.api, f.action)
+
+    assert sorted(map(key, packed.findings)) == sorted(map(key, plain.findings))
+    assert packed.inputs.lines == plain.inputs.lines
+    assert not packed.inputs.skipped
+    assert any("!prompt-node-1/plog.tar.gz!debug/plog/plog-4811" in f.source for f in packed.findings)
+
+
+def test_truncated_gzip_keeps_every_line_before_the_break(tmp_path):
+    lines = b"".join(b"line %d ret = 0x5010B009\n" % i for i in range(20000))
+    data = gzip.compress(lines, mtime=0)
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    result = scan(path)
+    (skip,) = result.inputs.skipped
+    assert skip.source == str(path) and "ended before the end-of-stream" in skip.reason
+    numbers = [f.line for f in result.findings]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) > 5000
+    assert result.inputs.lines >= len(numbers)
+
+
+def test_truncated_tar_gz_member(tmp_path):
+    data = gzip.compress(tar_bytes({"a.log": LOG, "b.log": LOG * 2000}), mtime=0)
+    path = tmp_path / "cut.tar.gz"
+    path.write_bytes(data[: len(data) - 40])
+    result = scan(path)
+    assert (f"{path}!a.log", 2, "0x5010B001") in where(result)
+    assert [s.source for s in result.inputs.skipped] == [f"{path}!b.log"]
+
+
+def test_corrupt_tar_member_is_skipped_and_the_rest_scanned(tmp_path):
+    raw = bytearray(tar_bytes({"a.log": LOG, "b.log": LOG, "c.log": LOG}))
+    second = 512 + 512 * ((len(LOG) + 511) // 512)
+    raw[second: second + 100] = b"\xff" * 100  # destroy b.log's header
+    path = tmp_path / "bundle.tar"
+    path.write_bytes(bytes(raw))
+    result = scan(path)
+    assert [f.source for f in result.findings] == [f"{path}!a.log", f"{path}!c.log"]
+    (skip,) = result.inputs.skipped
+    assert "corrupt tar data skipped" in skip.reason and "before member c.log" in skip.reason
+
+
+def test_corrupt_zip_member(tmp_path):
+    data = bytearray(zip_bytes({"a.log": LOG * 50, "b.log": LOG}))
+    # Flip bytes inside a.log's compressed data: its CRC check fails; b.log is still read.
+    data[60:64] = bytes(b ^ 0xFF for b in data[60:64])
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(bytes(data))
+    result = scan(path)
+    assert f"{path}!b.log" in {f.source for f in result.findings}
+    assert [s.source for s in result.inputs.skipped] == [f"{path}!a.log"]
+
+
+def test_encrypted_zip_member(tmp_path):
+    data = bytearray(zip_bytes({"secret.log": LOG, "open.log": LOG}))
+    # Set the "encrypted" flag bit in the first member's local and central headers.
+    for sig in (b"PK\x03\x04", b"PK\x01\x02"):
+        at = data.find(sig)
+        flag_at = at + (6 if sig == b"PK\x03\x04" else 8)
+        data[flag_at] |= 0x1
+    path = tmp_path / "bundle.zip"
+    path.write_bytes(bytes(data))
+    result = scan(path)
+    assert [f.source for f in result.findings] == [f"{path}!open.log"]
+    assert [(s.source, s.reason) for s in result.inputs.skipped] == [(f"{path}!secret.log", "encrypted zip member")]
+
+
+def test_decompression_guard(tmp_path):
+    big = LOG + b"\x00" * (40 << 20) + LOG  # 40 MiB of NUL padding compresses ~1000:1
+    path = tmp_path / "bomb.log.xz"
+    path.write_bytes(lzma.compress(big))
+    result = scan(path, limits=Limits(max_ratio=100))
+    assert "compression ratio passed 100:1" in result.inputs.skipped[0].reason
+    assert [f.line for f in result.findings] == [2]  # what came before the limit is kept
+    result = scan(path, limits=Limits(max_bytes=1 << 20))
+    assert "passed the limit of 1048576 bytes" in result.inputs.skipped[0].reason
+    zipped = tmp_path / "big.zip"
+    zipped.write_bytes(zip_bytes({"big.log": big, "small.log": LOG}))
+    result = scan(zipped, limits=Limits(max_bytes=1 << 20))
+    assert [f.source for f in result.findings] == [f"{zipped}!small.log"]
+    assert "over the decompression limit" in result.inputs.skipped[0].reason
+
+
+def test_include_exclude_match_members(tmp_path):
+    path = tmp_path / "bundle.tar.gz"
+    path.write_bytes(gzip.compress(tar_bytes({"n/plog/plog-1_2.log": LOG, "n/app.log": LOG, "n/old.log.1.gz":
+                                              gzip.compress(LOG, mtime=0)}), mtime=0))
+    only_plog = scan(path, selection=Selection(include=("plog-*",)))
+    assert [f.source for f in only_plog.findings] == [f"{path}!n/plog/plog-1_2.log"]
+    no_app = scan(path, selection=Selection(exclude=("app.log",)))
+    assert sorted(f.source.rsplit("/", 1)[-1] for f in no_app.findings) == ["old.log.1.gz", "plog-1_2.log"]
+    assert no_app.inputs.excluded == 1
+    rotated = scan(path, selection=Selection(include=("*.log",)))  # old.log.1.gz is a .log too
+    assert len(rotated.findings) == 3
+
+
+def test_time_window_across_formats(tmp_path):
+    (tmp_path / "plog-1_20251112000000000.log").write_bytes(LOG)  # 03:40:05
+    (tmp_path / "vllm.log").write_text(
+        "(Worker pid=9) ERROR 11-12 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
+    (tmp_path / "glog.log").write_text("E20251112 04:10:00.000001 77 a.cpp:1] LinkClusters failed, ret = 1343270921\n")
+    from datetime import datetime
+    result = scan(tmp_path, since=datetime(2025, 11, 12, 3, 45), until=datetime(2025, 11, 12, 4, 0), year=2025)
+    assert [f.source.rsplit("/", 1)[-1] for f in result.findings] == ["vllm.log"]
+    assert result.findings[0].timestamp == "2025-11-12T03:50:00"
+    assert result.inputs.outside_window == 2
+
+
+def test_year_for_vllm_comes_from_mtime(tmp_path):
+    path = tmp_path / "worker.log"
+    path.write_text("(W pid=9) ERROR 11-12 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
+    os.utime(path, (1735700000, 1735700000))  # 2025-01-01
+    assert scan(path).findings[0].timestamp == "2025-11-12T03:50:00"
+
+
+def test_default_input_and_usage_error(tmp_path, monkeypatch):
+    logs = tmp_path / "ascend_logs" / "debug" / "plog"
+    logs.mkdir(parents=True)
+    (logs / "plog-1_20251112.log").write_bytes(LOG)
+    monkeypatch.setenv("ASCEND_PROCESS_LOG_PATH", str(tmp_path / "ascend_logs"))
+    result = CliRunner().invoke(cli, ["scan", "--format", "json"])
+    assert result.exit_code == 1 and json.loads(result.stdout)["findings"][0]["action"] == "relink"
+    monkeypatch.setenv("ASCEND_PROCESS_LOG_PATH", str(tmp_path / "nowhere"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    result = CliRunner().invoke(cli, ["scan"])
+    assert result.exit_code == 2 and "no PATHS given" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_strict_and_warnings(tmp_path):
+    good = tmp_path / "good.log"
+    good.write_bytes(LOG)
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(gzip.compress(LOG * 100, mtime=0)[:-30])
+    result = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json"])
+    assert result.exit_code == 1
+    assert result.stderr.count("ddtriage: warning:") == 1 and str(bad) in result.stderr
+    result = CliRunner().invoke(cli, ["scan", str(tmp_path), "--strict", "--quiet"])
+    assert result.exit_code == 2 and result.stderr == ""
+
+
+def test_jobs_give_the_same_report(tmp_path):
+    for i in range(4):
+        (tmp_path / f"n{i}.log.gz").write_bytes(gzip.compress(LOG * (i + 1), mtime=0))
+    runs = [CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--jobs", str(j)]).stdout
+            for j in (1, 2, 4)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
+    import analyzer.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "SPLIT_MIN_BYTES", 1)
+    noise = b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [x.cc:1]5571 Other: noise\n"
+    echo = b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.2 [x.cc:9]5571 Run: ErrorNo: 4294967295(failed)\n"
+    body = (noise * 997 + LOG + echo) * 40
+    path = tmp_path / "big.log"
+    path.write_bytes(body)
+    one = scan(path, jobs=1)
+    assert len(pipeline.plan_units(list(pipeline.iter_sources([str(path)], [])), 3)) == 3
+    for jobs in (2, 3):
+        many = scan(path, jobs=jobs)
+        assert [f.to_dict() for f in many.findings] == [f.to_dict() for f in one.findings]
+        assert (many.inputs.lines, many.inputs.bytes, many.inputs.files) == (one.inputs.lines, one.inputs.bytes, 1)
+    assert len(one.findings) == 80  # 40 timeouts + 40 echoes
+
+
+def test_stdin_gzip(monkeypatch):
+    result = CliRunner().invoke(cli, ["scan", "-", "--format", "json"], input=gzip.compress(LOG))
+    assert json.loads(result.stdout)["findings"][0]["source"] == "-"
