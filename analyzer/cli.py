@@ -186,7 +186,7 @@ def rules() -> None:
 @rules_option
 def rules_list(rules_dirs) -> None:
     """List every rule: id, action, codes and conditions."""
-    from .explain import _rule_view
+    from .explain import describe_rule
 
     try:
         ruleset = _load_rules(rules_dirs)
@@ -199,7 +199,7 @@ def rules_list(rules_dirs) -> None:
         else:
             codes = ", ".join(sorted((catalog.get(v).name if catalog.get(v) else hex(v)) for v in rule.codes))
         click.echo(f"{rule.id:<36} {rule.action:<16} {codes}")
-        view = _rule_view(rule)
+        view = describe_rule(rule)
         if view["when"] != "any context":
             click.echo(f"{'':<36} when {view['when']}")
 

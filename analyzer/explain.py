@@ -26,11 +26,11 @@ def explain(token: str, rules: RuleSet) -> dict:
         "recoverable": code.recoverable if code else None,
         "public": code.public if code else False,
         "solution": code.solution if code else None,
-        "rules": [_rule_view(r) for r in applicable],
+        "rules": [describe_rule(r) for r in applicable],
     }
 
 
-def _rule_view(rule: Rule) -> dict:
+def describe_rule(rule: Rule) -> dict:
     when = []
     if rule.apis:
         when.append("API is " + " or ".join(sorted(rule.apis)))

@@ -85,14 +85,14 @@ class Engine:
                     stats.skipped.append(Skipped(source.name, _reason(exc)))
                     break
                 year = year_hint(leaf.name, source.mtime, self.options.year)
-                findings.extend(self._scan_leaf(leaf.name, leaf.stream, year, stats))
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, year, stats))
         finally:
             if source.path is not None:
                 raw.close()
         stats.excluded += unpacker.excluded
         return findings
 
-    def _scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"") -> list[Finding]:
+    def scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"") -> list[Finding]:
         counts = ScanCounts()
         findings: list[Finding] = []
         try:
@@ -136,8 +136,8 @@ class Engine:
             headers = record_headers(text, year)
             lookback = _memo(cand.lookback)
 
-            def nearby_text():
-                return "\n".join(t for _, t in lookback()) + "\n" + text
+            def nearby_text():  # the burst a `nearby:` rule looks at
+                return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
 
             for hit in hits:
                 header = header_for(headers, hit.start)
@@ -316,7 +316,7 @@ def run_unit(engine: Engine, unit: WorkUnit) -> tuple[list[Finding], InputStats]
         if lead > 0:
             history = history[history.find(b"\n") + 1:]
         year = year_hint(src.name, src.mtime, engine.options.year)
-        findings = engine._scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history)
+        findings = engine.scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history)
     stats.files = 0  # the parent counts the file once
     return findings, stats
 
@@ -381,7 +381,9 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
                                  initargs=(ruleset, options)) as pool:
-            for unit, result in zip(units, pool.map(_run_in_worker, units)):
+            mapped = pool.map(_run_in_worker, units)
+            import pandas  # noqa: F401 - the workers are forked by now; load it while they scan
+            for unit, result in zip(units, mapped):
                 results.append(result)
                 progress.advance((unit.end - unit.start) if unit.end is not None else (unit.source.size or 0))
                 if unit.end is None or unit.end == unit.source.size:
@@ -408,7 +410,7 @@ def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") 
 def analyze_snippet(engine: Engine, text: str, name: str = "<text>") -> list[Finding]:
     """Findings of a snippet of log text with an already compiled engine."""
     stats = InputStats()
-    found = engine._scan_leaf(name, io.BytesIO(text.encode("utf-8")), None, stats)
+    found = engine.scan_leaf(name, io.BytesIO(text.encode("utf-8")), None, stats)
     return sorted(found, key=sort_key)
 
 

@@ -101,8 +101,10 @@ class SafeStream(io.RawIOBase):
     gzip, bad CRC), returns what it already has and raises only on the next read, and
     (3) counts the bytes it delivers against the input's decompression budget."""
 
-    def __init__(self, inner: BinaryIO, budget: Budget | None = None, compressed: Callable[[], int] | None = None):
+    def __init__(self, inner: BinaryIO, budget: Budget | None = None, compressed: Callable[[], int] | None = None,
+                 piece: int = PIECE):
         self.inner = inner
+        self.piece = piece
         self.budget = budget
         self.compressed = compressed  # bytes consumed from the compressed layer below, if any
         self.delivered = 0
@@ -144,7 +146,7 @@ class SafeStream(io.RawIOBase):
                     self.budget.broken = True
                 raise error
             try:
-                piece = self.inner.read(min(PIECE, size - have))
+                piece = self.inner.read(min(self.piece, size - have))
             except Exception as exc:  # noqa: BLE001
                 self._error = exc
                 continue
@@ -274,7 +276,9 @@ class Unpacker:
         """Text streams inside `raw` (an opened top-level input). The consumer must read each
         leaf before asking for the next: archives are read as one forward stream."""
         budget = Budget(self.limits)
-        yield from self._expand(name, SafeStream(raw), budget, 0, path)
+        # A file read as it is loses nothing to a failed big read, so it is read in whole blocks;
+        # decompressed layers below are read in small pieces.
+        yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
 
     def _skip(self, name: str, reason: str) -> None:
         self.skipped.append(Skipped(name, reason))
@@ -338,10 +342,7 @@ class Unpacker:
                 if self.selection.excluded(child):
                     self.excluded += 1
                     continue
-                handle = archive.extractfile(member)
-                if handle is None:
-                    continue
-                yield from self._member(child, handle, budget, depth)
+                yield from self._member(child, _TarMember(archive, member), budget, depth)
         finally:
             archive.close()
 
@@ -400,6 +401,32 @@ class Unpacker:
                         yield from self._member(child, handle, budget, depth)
         finally:
             source.close()
+
+
+class _TarMember(io.RawIOBase):
+    """A tar member's data read straight from the archive stream. Unlike `extractfile`, a short
+    read at a truncated end still delivers the bytes that are there before it fails."""
+
+    def __init__(self, archive: tarfile.TarFile, member: tarfile.TarInfo):
+        self.stream = archive.fileobj
+        self.start = member.offset_data
+        self.remaining = member.size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.start is not None:
+            self.stream.seek(self.start)  # forward only: the stream skips to the member's data
+            self.start = None
+        if self.remaining <= 0:
+            return b""
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.stream.read(size)
+        if not data:
+            raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
+        self.remaining -= len(data)
+        return data
 
 
 def _why(exc: BaseException) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Sequence
 
+import numpy as np
+
 BLOCK_SIZE = 8 << 20
 MAX_LINE = 4 << 20  # a line longer than this is scanned in fragments
 HISTORY_BYTES = 64 << 10  # what is kept from the previous block for looking back
@@ -90,10 +92,14 @@ class Prefilter:
                 positions.append(to)
                 return None
 
-            self._db.scan(buf[begin:end] if (begin or end != len(buf)) else buf, match_event_handler=on_match)
+            # Scanning the whole buffer avoids copying the region; matches in the history part
+            # (before `begin`) or past `end` are dropped below.
+            self._db.scan(buf, match_event_handler=on_match)
             seen_until = -1
             for to in sorted(positions):
-                pos = begin + to - 1
+                pos = to - 1
+                if pos < begin or to > end:
+                    continue
                 if pos <= seen_until:
                     continue
                 start = buf.rfind(b"\n", begin, pos) + 1
@@ -141,53 +147,63 @@ def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts, bloc
         if not chunk:
             break
         counts.bytes += len(chunk)
-        data = pending + chunk if pending else chunk
-        cut = data.rfind(b"\n")
+        # One copy per block: history (for lookback) + the carried partial line + the new bytes.
+        buf = b"".join((history, pending, chunk)) if (history or pending) else chunk
+        begin = len(history)
+        cut = buf.rfind(b"\n", begin)
         if cut == -1:
-            if len(data) < max_line:
-                pending = data
+            if len(buf) - begin < max_line:
+                pending = buf[begin:]
                 continue
             # One line longer than we keep: scan what we have, carry a small overlap so a code
             # cut in two is still seen whole; findings dedupe per line.
             keep = 256
-            yield from _candidates(data[:-keep], 0, prefilter, line_no, line_no, offset)
-            offset += len(data) - keep
-            pending = data[-keep:]
-            history = b""
+            fragment = buf[begin:-keep]
+            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, None)
+            offset += len(fragment)
+            pending, history = buf[-keep:], b""
             continue
-        region = data[: cut + 1]
-        pending = data[cut + 1:]
-        buf = history + region if history else region
+        end = cut + 1
+        newlines = _newline_index(buf, begin, end)
         first_line_no = line_no - history.count(b"\n")
-        yield from _candidates(buf, len(history), prefilter, line_no, first_line_no, offset)
-        newlines = region.count(b"\n")
-        counts.lines += newlines
-        line_no += newlines
-        offset += len(region)
-        history = _tail_lines(region)
+        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, newlines)
+        counts.lines += len(newlines)
+        line_no += len(newlines)
+        offset += end - begin
+        pending = buf[end:]
+        history = _tail_lines(buf, begin, end)
     if pending:
         buf = history + pending
-        yield from _candidates(buf, len(history), prefilter, line_no, line_no - history.count(b"\n"), offset)
+        yield from _candidates(buf, len(history), len(buf), prefilter, line_no,
+                               line_no - history.count(b"\n"), offset, None)
         counts.lines += 1  # a final line without a newline still counts
 
 
-def _tail_lines(region: bytes) -> bytes:
-    """The complete lines in the last HISTORY_BYTES of a region."""
-    if len(region) <= HISTORY_BYTES:
-        return region
-    tail = region[-HISTORY_BYTES:]
-    return tail[tail.find(b"\n") + 1:]
+def _newline_index(buf: bytes, begin: int, end: int) -> np.ndarray:
+    """Offsets of every newline in buf[begin:end], relative to `begin` (one vectorised pass,
+    faster than bytes.count and it also gives each candidate's line number)."""
+    return np.flatnonzero(np.frombuffer(buf, np.uint8, end - begin, begin) == 10)
 
 
-def _candidates(buf: bytes, begin: int, prefilter: Prefilter, line_no: int, first_line_no: int,
-                offset: int) -> Iterator[Candidate]:
-    """Candidates in buf[begin:] (buf[:begin] is history); line numbers counted incrementally.
-    `offset` is the stream offset of buf[begin]."""
-    end = len(buf)
+def _tail_lines(buf: bytes, begin: int, end: int) -> bytes:
+    """The complete lines in the last HISTORY_BYTES of buf[begin:end]."""
+    if end - begin <= HISTORY_BYTES:
+        return buf[begin:end]
+    start = end - HISTORY_BYTES
+    return buf[buf.find(b"\n", start, end) + 1:end]
+
+
+def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no: int, first_line_no: int,
+                offset: int, newlines: np.ndarray | None) -> Iterator[Candidate]:
+    """Candidates in buf[begin:end] (buf[:begin] is history). `offset` is the stream offset of
+    buf[begin]; `newlines` the newline offsets of the region when known."""
     counted_to = begin
     for start in prefilter.line_starts(buf, begin, end):
-        line_no += buf.count(b"\n", counted_to, start)
-        counted_to = start
+        if newlines is not None:
+            number = line_no + int(np.searchsorted(newlines, start - begin))
+        else:
+            line_no += buf.count(b"\n", counted_to, start)
+            counted_to, number = start, line_no
         nl = buf.find(b"\n", start, end)
         raw = buf[start:end if nl == -1 else nl]
-        yield Candidate(line_no, offset + start - begin, raw, buf, start, first_line_no)
+        yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no)

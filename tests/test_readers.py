@@ -255,3 +255,25 @@ def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
 def test_stdin_gzip(monkeypatch):
     result = CliRunner().invoke(cli, ["scan", "-", "--format", "json"], input=gzip.compress(LOG))
     assert json.loads(result.stdout)["findings"][0]["source"] == "-"
+
+
+def test_truncated_plain_tar_keeps_the_partial_member(tmp_path):
+    lines = b"".join(b"%d ret = 0x5010B009\n" % i for i in range(100))
+    path = tmp_path / "cut.tar"
+    path.write_bytes(tar_bytes({"x.log": lines})[:512 + 700])
+    result = scan(path)
+    assert [f.line for f in result.findings] == list(range(1, len(result.findings) + 1))
+    assert len(result.findings) >= 30
+    assert "unexpected end of data" in result.inputs.skipped[0].reason
+
+
+def test_hostile_headers_are_named_not_fatal(tmp_path):
+    for name, data in {"a.gz": b"\x1f\x8bgarbage", "b.zip": b"PK\x03\x04garbage", "c.bz2": b"BZh9garbage",
+                       "d.xz": b"\xfd7zXZ\x00garbage", "e.zst": b"\x28\xb5\x2f\xfdgarbage"}.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "ok.log").write_bytes(LOG)
+    result = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json"])
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1 and len(report["findings"]) == 1
+    assert sorted(Path(s["source"]).name for s in report["inputs"]["skipped"]) == ["a.gz", "b.zip", "c.bz2", "d.xz", "e.zst"]
+    assert result.stderr.count("\n") == 5 and "Traceback" not in result.stderr

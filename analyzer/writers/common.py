@@ -28,6 +28,10 @@ def recoverable_word(value: bool | None) -> str:
     return {True: "recoverable", False: "NOT recoverable", None: "recoverability unknown"}[value]
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def human_bytes(n: int) -> str:
     size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -40,7 +44,6 @@ def human_bytes(n: int) -> str:
 def inputs_line(analysis) -> str:
     i = analysis.inputs
     s = analysis.summary
-    return (f"{s['findings']} finding{'s' if s['findings'] != 1 else ''} "
-            f"({s['unrecoverable']} not known recoverable) in {i.files} file{'s' if i.files != 1 else ''}, "
-            f"{i.lines:,} lines, {human_bytes(i.bytes)} read"
+    return (f"{plural(s['findings'], 'finding')} ({s['unrecoverable']} not known recoverable) in "
+            f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {len(i.skipped)} input(s) skipped" if i.skipped else ""))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .common import describe_api, describe_code, inputs_line, recoverable_word, short_source
+from .common import describe_api, describe_code, inputs_line, plural, recoverable_word, short_source
 
 WIDTH = 80
 MAX_BURSTS = 25
@@ -65,14 +65,14 @@ def render(analysis) -> str:
     out += ["", "By node"]
     for node in s["nodes"]:
         kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())
-        out += _wrap(f"{node['node'] or '(no node)'}: {node['findings']} findings "
+        out += _wrap(f"{node['node'] or '(no node)'}: {plural(node['findings'], 'finding')} "
                      f"({node['unrecoverable']} not known recoverable; {kinds})", "  ")
 
     out += ["", "Codes by API"]
-    out.append(f"{'count':>5}  {'code':<10}  {'name':<29}  {'api':<17}  action")
+    out.append(f"{'count':>5}  {'code':<10}  {'name':<26}  {'api':<15}  action")
     for row in s["codes"]:
-        name = (row["name"] or "unknown")[:29]
-        out.append(f"{row['count']:>5}  {row['code']:<10}  {name:<29}  {(row['api'] or '-')[:17]:<17}  {row['action']}"[:WIDTH])
+        name = (row["name"] or "unknown")[:26]
+        out.append(f"{row['count']:>5}  {row['code']:<10}  {name:<26}  {(row['api'] or '-')[:15]:<15}  {row['action']}")
 
     out += ["", "Findings"]
     for f in analysis.findings[:MAX_FINDINGS]:
