@@ -9,7 +9,6 @@ The CLI is a thin layer over `analyze`.
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 from collections import deque
@@ -343,8 +342,8 @@ def _merge(units: list[WorkUnit], results) -> tuple[list[Finding], InputStats]:
                 shift, previous = 0, unit.source
                 stats.files += 1
             if shift:
-                found = [dataclasses.replace(f, line=f.line + shift,
-                                             api_line=None if f.api_line is None else f.api_line + shift)
+                found = [f._replace(line=f.line + shift,
+                                    api_line=None if f.api_line is None else f.api_line + shift)
                          for f in found]
             shift += unit_stats.lines
         findings.extend(found)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,9 +17,11 @@ class CodeHit:
     in_cluster_results: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One code on one line, with its API context and the remedy rule that applied."""
+class Finding(NamedTuple):
+    """One code on one line, with its API context and the remedy rule that applied.
+
+    A NamedTuple rather than a dataclass: a dense log yields hundreds of thousands of these, and
+    tuples are the cheapest to build, to pickle back from worker processes and to re-number."""
 
     source: str
     line: int
@@ -39,7 +42,7 @@ class Finding:
     in_cluster_results: bool = False
     known: bool = True
     generic: bool = False
-    references: tuple[str, ...] = field(default_factory=tuple)
+    references: tuple[str, ...] = ()
     node: str | None = None  # from the bundle or folder name
     kind: str = "application"  # host | device | application
     device: str | None = None

@@ -277,3 +277,41 @@ def test_hostile_headers_are_named_not_fatal(tmp_path):
     assert result.exit_code == 1 and len(report["findings"]) == 1
     assert sorted(Path(s["source"]).name for s in report["inputs"]["skipped"]) == ["a.gz", "b.zip", "c.bz2", "d.xz", "e.zst"]
     assert result.stderr.count("\n") == 5 and "Traceback" not in result.stderr
+
+
+def test_stdlib_gzip_and_isal_give_the_same_result(tmp_path, monkeypatch):
+    import analyzer.readers as readers
+
+    path = tmp_path / "rot.log.1.gz"
+    path.write_bytes(gzip.compress(LOG * 300, mtime=0))
+    fast = [f.to_dict() for f in scan(path).findings]
+    monkeypatch.setattr(readers, "_gzip", gzip)
+    assert [f.to_dict() for f in scan(path).findings] == fast and len(fast) == 300
+
+
+def test_progress_bar_draws_and_clears():
+    import analyzer.progress as progress
+
+    out = io.StringIO()
+    bar = progress.ProgressBar(out)
+    bar.began -= 10  # pretend the scan has been running for a while
+    bar.start(4 << 20, 2)
+    bar.began -= 10
+    bar.advance(2 << 20)
+    assert "2.0 MiB of 4.0 MiB" in out.getvalue()
+    bar.drawn -= 1  # past the redraw interval
+    bar.file_done()
+    assert "1/2 files" in out.getvalue()
+    bar.finish()
+    assert out.getvalue().endswith("\r")
+
+
+def test_quick_scans_draw_no_progress():
+    import analyzer.progress as progress
+
+    out = io.StringIO()
+    bar = progress.ProgressBar(out)
+    bar.start(10, 1)
+    bar.advance(10)
+    bar.finish()
+    assert out.getvalue() == ""

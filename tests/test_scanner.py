@@ -92,3 +92,16 @@ def test_property_arbitrary_bytes_never_crash_and_count_every_line(data, block):
     found, counts = candidates(data, "find", block)
     assert counts.bytes == len(data)
     assert counts.lines == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+@pytest.mark.skipif(len(ENGINES) < 2, reason="hyperscan not installed")
+def test_both_prefilter_engines_give_the_same_findings(rules):
+    from pathlib import Path
+
+    from analyzer import analyze
+    from analyzer.pipeline import Options
+
+    logs = [str(Path(__file__).parent.parent / "sample_logs"), str(Path(__file__).parent / "data" / "unseen")]
+    fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))
+    pure = analyze(logs, rules=rules, options=Options(prefilter="find"))
+    assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in pure.findings]
