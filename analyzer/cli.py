@@ -46,9 +46,11 @@ class _When(click.ParamType):
 
     def convert(self, value, param, ctx):
         try:
-            return datetime.fromisoformat(value.strip().replace("/", "-"))
+            when = datetime.fromisoformat(value.strip().replace("/", "-"))
         except ValueError:
             self.fail(f"{value!r} is not a date/time like 2025-11-12 or 2025-11-12T03:40:05", param, ctx)
+        # Log timestamps carry no zone: compare in the logs' own local time.
+        return when.replace(tzinfo=None)
 
 
 class _Size(click.ParamType):

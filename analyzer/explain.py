@@ -10,6 +10,8 @@ from .rules import Rule, RuleSet
 def explain(token: str, rules: RuleSet) -> dict:
     """Meaning, recoverability and every context rule for a code given as hex, decimal or name."""
     resolved = rules.catalog.lookup(token)
+    if resolved is None and token.strip().upper().removeprefix("LLMSTATUSCODE.") in ("LLM_SUCCESS", "0", "0X0"):
+        raise InputError(f"{token!r} is LLM_SUCCESS (0): success, not a fault")
     if resolved is None:
         raise InputError(f"{token!r} is not an LLM-DataDist status code (give hex, decimal or a name "
                          "such as 0x5010B009, 1343270921, LLM_LINK_FAILED)")

@@ -64,9 +64,12 @@ def default_paths() -> list[str]:
                      "pass log files, folders, archives or - for stdin")
 
 
-def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None) -> Iterator[Source]:
-    """Top-level sources for every path, in command-line order; directories expand sorted."""
+def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None,
+                 excluded: list[str] | None = None) -> Iterator[Source]:
+    """Top-level sources for every path, in command-line order; directories expand sorted.
+    Files and folders pruned by --exclude are appended to `excluded`."""
     selection = selection or Selection()
+    excluded = excluded if excluded is not None else []
     for raw in paths:
         if raw == "-":
             yield Source("-", None)
@@ -80,14 +83,14 @@ def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection 
             skipped.append(Skipped(raw, exc.strerror or str(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk(raw, skipped, selection)
+            yield from _walk(raw, skipped, selection, excluded)
         elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
             yield Source(raw, raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime)
         else:
             skipped.append(Skipped(raw, "not a regular file"))
 
 
-def _walk(root: str, skipped: list[Skipped], selection: Selection) -> Iterator[Source]:
+def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
     seen: set[tuple[int, int]] = set()
 
     def visit(directory: str) -> Iterator[Source]:
@@ -108,6 +111,7 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection) -> Iterator[S
         for entry in entries:
             path = os.path.join(directory, entry.name)
             if selection.excluded(path):
+                excluded.append(path)
                 continue
             try:
                 est = os.stat(path)

@@ -371,7 +371,8 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
     progress = progress or Progress()
     ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
     skipped: list[Skipped] = []
-    sources = list(iter_sources(list(paths), skipped, options.selection))
+    excluded: list[str] = []
+    sources = list(iter_sources(list(paths), skipped, options.selection, excluded))
     units = plan_units(sources, jobs)
     progress.start(sum(s.size or 0 for s in sources), len(sources))
     results = []
@@ -395,6 +396,7 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
     progress.finish()
     findings, stats = _merge(units, results)
     stats.skipped[:0] = skipped
+    stats.excluded += len(excluded)
     findings.sort(key=sort_key)
     analysis = Analysis(findings, stats, ruleset)
     analysis.summary = summarize(findings, ruleset)

@@ -46,4 +46,6 @@ def inputs_line(analysis) -> str:
     s = analysis.summary
     return (f"{plural(s['findings'], 'finding')} ({s['unrecoverable']} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
-            + (f"; {len(i.skipped)} input(s) skipped" if i.skipped else ""))
+            + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
+            + (f"; {plural(i.excluded, 'log')} left out by --include/--exclude" if i.excluded else "")
+            + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))
