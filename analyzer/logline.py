@@ -129,7 +129,8 @@ def _plog_header(line: str, m: re.Match, start: int) -> Header:
 def record_headers(line: str, year: int | None = None) -> list[Header]:
     """Headers of every record on the line: several when plog blocks were flattened onto one."""
     first = parse_header(line, year)
-    if first.fmt != "plog" or line.find("]", first.msg_start) == -1:
+    # A flattened block repeats the header grammar, date included: look for the date first.
+    if first.fmt != "plog" or first.timestamp is None or line.find(first.timestamp[:10], first.msg_start) == -1:
         return [first]
     headers = [first]
     for m in _PLOG_ANYWHERE.finditer(line, first.msg_start):

@@ -56,15 +56,18 @@ class CodeMatcher:
         self._text_values = texts
         standalone = [c.plog_text for c in catalog.codes if c.standalone_text and c.plog_text]
         self._standalone = re.compile("|".join(map(re.escape, standalone))) if standalone else None
+        # The alternation is slow; run it only when a line holds the longest word of some text.
+        self._standalone_anchors = tuple({max(t.split(), key=len) for t in standalone})
         self.literals = BASE_LITERALS + tuple(t.encode() for t in standalone)
 
     def find(self, line: str) -> list[CodeHit]:
         """All code hits on one line, deduplicated by value (first occurrence wins)."""
         hits: dict[int, CodeHit] = {}
+        lists = _may_hold_result_list(line)
 
         def add(value: int, start: int, end: int, form: str) -> None:
             if value not in hits:
-                hits[value] = CodeHit(value, start, end, form, _in_result_list(line, start))
+                hits[value] = CodeHit(value, start, end, form, lists and _in_result_list(line, start))
 
         if "0x5010" in line or "0X5010" in line:
             for m in _HEX.finditer(line):
@@ -82,7 +85,7 @@ class CodeMatcher:
         if self._errno_text is not None and "ErrorNo" in line:
             for m in self._errno_text.finditer(line):
                 add(self._text_values[m.group(1)], m.start(1), m.end(1), "text")
-        if self._standalone is not None:
+        if self._standalone is not None and any(a in line for a in self._standalone_anchors):
             for m in self._standalone.finditer(line):
                 add(self._text_values[m.group(0)], m.start(), m.end(), "text")
         if "4294967295" in line and GENERIC_FAILED not in hits:
@@ -99,6 +102,14 @@ def _has_code_context(line: str, start: int) -> bool:
 
 def _is_repr(line: str, start: int) -> bool:
     return line.rfind("<LLMStatusCode.", max(0, start - 64), start) != -1
+
+
+_LIST_OPENER = re.compile(r"[=:] ?[\[(]")
+
+
+def _may_hold_result_list(line: str) -> bool:
+    """Cheap test before the regex: a result list needs `=[`, `= [`, `: [`, `=(`, ... somewhere."""
+    return _LIST_OPENER.search(line) is not None
 
 
 def _in_result_list(line: str, start: int) -> bool:
