@@ -38,17 +38,18 @@ class Source:
         return open(self.path, "rb")
 
 
-def year_hint(name: str, mtime: float | None, default: int | None = None) -> int | None:
-    """The year a year-less timestamp (vLLM) belongs to: --year, else a date in the file's name
-    (`plog-4811_20251112034001123.log`), else the file's mtime."""
+def year_hint(name: str, mtime: float | None, default: int | None = None) -> tuple[int | None, bool]:
+    """(year, guessed) for year-less timestamps (vLLM): --year, else a date in the file's name or
+    path (`plog-4811_20251112034001123.log`); else the file's mtime, which is only a guess: the
+    pipeline replaces it with the year of the other logs of the same node when it can."""
     if default:
-        return default
+        return default, False
     found = _YEAR_IN_NAME.findall(name.rsplit("/", 1)[-1]) or _YEAR_IN_NAME.findall(name)
     if found:
-        return int(found[-1])
+        return int(found[-1]), False
     if mtime is not None:
-        return datetime.fromtimestamp(mtime, tz=timezone.utc).year
-    return None
+        return datetime.fromtimestamp(mtime, tz=timezone.utc).year, True
+    return None, True
 
 
 def default_paths() -> list[str]:

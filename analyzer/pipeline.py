@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -83,19 +83,20 @@ class Engine:
                 except READ_ERRORS as exc:
                     stats.skipped.append(Skipped(source.name, _reason(exc)))
                     break
-                year = year_hint(leaf.name, source.mtime, self.options.year)
-                findings.extend(self.scan_leaf(leaf.name, leaf.stream, year, stats))
+                year, guessed = year_hint(leaf.name, source.mtime, self.options.year)
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, year, stats, year_guessed=guessed))
         finally:
             if source.path is not None:
                 raw.close()
         stats.excluded += unpacker.excluded
         return findings
 
-    def scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"") -> list[Finding]:
+    def scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"",
+                  year_guessed: bool = False) -> list[Finding]:
         counts = ScanCounts()
         findings: list[Finding] = []
         try:
-            for finding in self.scan_stream(name, stream, counts, year, history):
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed):
                 findings.append(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -103,25 +104,11 @@ class Engine:
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
-        window = self._in_window
-        if self.options.since or self.options.until:
-            kept = [f for f in _with_times(findings) if window(f[1])]
-            stats.outside_window += len(findings) - len(kept)
-            findings = [f for f, _ in kept]
         return findings
-
-    def _in_window(self, when: datetime | None) -> bool:
-        if when is None:
-            return True  # nothing says when: keep it rather than lose it
-        if self.options.since and when < self.options.since:
-            return False
-        if self.options.until and when > self.options.until:
-            return False
-        return True
 
     # -- one text stream ---------------------------------------------------------------------
     def scan_stream(self, name: str, stream, counts: ScanCounts, year: int | None = None,
-                    history: bytes = b"") -> Iterator[Finding]:
+                    history: bytes = b"", year_guessed: bool = False) -> Iterator[Finding]:
         layout = layout_of(name)
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
         recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
@@ -159,6 +146,7 @@ class Engine:
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
+                    year_guessed=year_guessed and header.fmt == "vllm" and header.timestamp is not None,
                 )
 
     def _seed_recent(self, history: bytes, recent: deque, year: int | None) -> None:
@@ -193,15 +181,44 @@ def _echoes(recent: deque, cand, header: Header) -> bool:
     return False
 
 
-def _with_times(findings: list[Finding]) -> list[tuple[Finding, datetime | None]]:
-    """Each finding with its time; a line without a timestamp (a traceback's last line) takes
-    the time of the finding before it in the same stream."""
-    out, last = [], None
+def settle_years(findings: list[Finding]) -> list[Finding]:
+    """Give year-less timestamps whose year was only guessed (from mtime) the year that the other
+    logs of the same node print, else of the whole run: a log's mtime is the copy's, not the
+    incident's, and would make the report depend on when the bundle was unpacked."""
+    by_node: dict[str | None, Counter] = {}
+    overall: Counter = Counter()
     for f in findings:
+        if f.timestamp and not f.year_guessed:
+            by_node.setdefault(f.node, Counter())[f.timestamp[:4]] += 1
+            overall[f.timestamp[:4]] += 1
+
+    def best(counter: Counter) -> str | None:
+        return max(counter.items(), key=lambda kv: (kv[1], kv[0]))[0] if counter else None
+
+    out = []
+    for f in findings:
+        if f.year_guessed and f.timestamp:
+            year = best(by_node.get(f.node, Counter())) or best(overall)
+            if year:
+                f = f._replace(timestamp=year + f.timestamp[4:])
+        out.append(f)
+    return out
+
+
+def apply_window(findings: list[Finding], since: datetime | None, until: datetime | None) -> list[Finding]:
+    """Findings inside [since, until]. A line without a timestamp (a traceback's last line) takes
+    the time of the finding before it in the same stream; with none, it is kept."""
+    if not since and not until:
+        return findings
+    kept, last, last_source = [], None, None
+    for f in findings:
+        if f.source != last_source:
+            last, last_source = None, f.source
         when = _parse_ts(f.timestamp) or last
         last = when
-        out.append((f, when))
-    return out
+        if when is None or ((not since or when >= since) and (not until or when <= until)):
+            kept.append(f)
+    return kept
 
 
 def _parse_ts(ts: str | None) -> datetime | None:
@@ -314,8 +331,8 @@ def run_unit(engine: Engine, unit: WorkUnit) -> tuple[list[Finding], InputStats]
         history = handle.read(unit.start - lead)
         if lead > 0:
             history = history[history.find(b"\n") + 1:]
-        year = year_hint(src.name, src.mtime, engine.options.year)
-        findings = engine.scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history)
+        year, guessed = year_hint(src.name, src.mtime, engine.options.year)
+        findings = engine.scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history, guessed)
     stats.files = 0  # the parent counts the file once
     return findings, stats
 
@@ -398,6 +415,10 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
     stats.skipped[:0] = skipped
     stats.excluded += len(excluded)
     findings.sort(key=sort_key)
+    findings = settle_years(findings)
+    windowed = apply_window(findings, options.since, options.until)
+    stats.outside_window = len(findings) - len(windowed)
+    findings = windowed
     analysis = Analysis(findings, stats, ruleset)
     analysis.summary = summarize(findings, ruleset)
     return analysis

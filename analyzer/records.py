@@ -46,6 +46,7 @@ class Finding(NamedTuple):
     node: str | None = None  # from the bundle or folder name
     kind: str = "application"  # host | device | application
     device: str | None = None
+    year_guessed: bool = False  # the timestamp printed no year and none was known (internal)
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""

@@ -315,3 +315,15 @@ def test_quick_scans_draw_no_progress():
     bar.advance(10)
     bar.finish()
     assert out.getvalue() == ""
+
+
+def test_guessed_year_follows_the_node_not_the_mtime(tmp_path):
+    node = tmp_path / "decode-node-2"
+    node.mkdir()
+    (node / "plog-5569_20251112034002789.log").write_bytes(LOG)
+    vllm = node / "worker.log"
+    vllm.write_text("(W pid=9) ERROR 11-12 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
+    os.utime(vllm, (1800000000, 1800000000))  # 2027: when the bundle was copied, not the incident
+    stamps = {f.source.rsplit("/", 1)[-1]: f.timestamp for f in scan(tmp_path).findings}
+    assert stamps["worker.log"] == "2025-11-12T03:50:00"
+    assert scan(vllm).findings[0].timestamp == "2027-11-12T03:50:00"  # nothing better to go on
