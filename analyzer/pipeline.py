@@ -21,7 +21,8 @@ from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, same_thread
 from .inputs import Source, iter_sources, year_hint
 from .layout import layout_of
-from .logline import Header, header_for, record_headers
+from .logline import Header, header_for, parse_header, record_headers
+from .neighbours import NeighbourMatcher
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
 from .readers import READ_ERRORS, Limits, Selection, Unpacker, sniff, SafeStream
@@ -53,13 +54,16 @@ class Engine:
     options: Options = field(default_factory=Options)
     progress: Progress = field(default_factory=Progress)
     matcher: CodeMatcher = field(init=False)
+    neighbours: NeighbourMatcher = field(init=False)
     resolver: ApiResolver = field(init=False)
     prefilter: Prefilter = field(init=False)
 
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
         self.resolver = ApiResolver(self.rules.apis)
-        self.prefilter = Prefilter(self.matcher.literals, self.options.prefilter)
+        self.neighbours = self.rules.neighbours
+        literals = self.matcher.literals + tuple(lit.encode() for lit in self.neighbours.literals)
+        self.prefilter = Prefilter(literals, self.options.prefilter)
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats) -> list[Finding]:
@@ -112,11 +116,18 @@ class Engine:
         layout = layout_of(name)
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
         recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
+        # Neighbour-family errors seen lately (HCCL, runtime, ...): the likely causes of what follows.
+        causes: deque[tuple[int, int, str | None, tuple[str, str, str]]] = deque(maxlen=32)
+        last_line = -(1 << 62)  # line of the previous finding: causes before it were its own
         if history:
-            self._seed_recent(history, recent, year)
+            last_line = self._seed_recent(history, recent, causes, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):
             text = cand.text()
             hits = self.matcher.find(text)
+            events = self.neighbours.find(text)
+            if events:
+                pid = parse_header(text, year).pid
+                causes.extend((cand.line_no, cand.offset, pid, e) for e in events)
             if not hits:
                 continue
             headers = record_headers(text, year)
@@ -135,6 +146,8 @@ class Engine:
                 if hit.value != GENERIC_FAILED:
                     recent.append((cand.line_no, cand.offset, header))
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+                before = _causes_before(causes, cand, header.pid, last_line) if causes else ()
+                last_line = cand.line_no
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
                 yield Finding(
@@ -147,18 +160,44 @@ class Engine:
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
                     year_guessed=year_guessed and header.fmt == "vllm" and header.timestamp is not None,
+                    causes=before,
                 )
 
-    def _seed_recent(self, history: bytes, recent: deque, year: int | None) -> None:
-        """Specific codes in the bytes before a parallel range, so echoes right after the range
-        start are recognised exactly as in a sequential scan."""
+    def _seed_recent(self, history: bytes, recent: deque, causes: deque, year: int | None) -> int:
+        """Specific codes and neighbour errors in the bytes before a parallel range, so that
+        echoes and causes right after the range start are seen exactly as in a sequential scan.
+        Returns the line of the last code there (relative to the range)."""
         lines = history.count(b"\n")
+        last_line = -(1 << 62)
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
             text = cand.text()
+            line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
+            for event in self.neighbours.find(text):
+                causes.append((line_no, offset, parse_header(text, year).pid, event))
             for hit in self.matcher.find(text):
+                last_line = line_no
                 if hit.value != GENERIC_FAILED:
                     header = header_for(record_headers(text, year), hit.start)
-                    recent.append((cand.line_no - lines - 1, cand.offset - len(history), header))
+                    recent.append((line_no, offset, header))
+        return last_line
+
+
+CAUSE_LINES = 15  # how far before a finding a neighbour error still counts as its likely cause
+
+
+def _causes_before(causes: deque, cand, pid: str | None, after_line: int) -> tuple:
+    """Neighbour errors of the same process in the lines just before (or on) the finding's line,
+    and after the previous finding (whose causes they were)."""
+    found = []
+    for line_no, offset, event_pid, (family, code, meaning) in causes:
+        if line_no <= after_line and line_no != cand.line_no:
+            continue
+        if cand.line_no - line_no > CAUSE_LINES or cand.offset - offset > HISTORY_BYTES:
+            continue
+        if pid and event_pid and pid != event_pid:
+            continue
+        found.append((line_no, family, code, meaning))
+    return tuple(found)
 
 
 def _memo(fn: Callable[[], list]) -> Callable[[], list]:
@@ -360,7 +399,8 @@ def _merge(units: list[WorkUnit], results) -> tuple[list[Finding], InputStats]:
                 stats.files += 1
             if shift:
                 found = [f._replace(line=f.line + shift,
-                                    api_line=None if f.api_line is None else f.api_line + shift)
+                                    api_line=None if f.api_line is None else f.api_line + shift,
+                                    causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
                          for f in found]
             shift += unit_stats.lines
         findings.extend(found)

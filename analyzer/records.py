@@ -47,6 +47,7 @@ class Finding(NamedTuple):
     kind: str = "application"  # host | device | application
     device: str | None = None
     year_guessed: bool = False  # the timestamp printed no year and none was known (internal)
+    causes: tuple[tuple[int, str, str, str], ...] = ()  # (line, family, code, meaning) just before
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -72,6 +73,7 @@ class Finding(NamedTuple):
             "device": self.device,
             "pid": self.pid,
             "tid": self.tid,
+            "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in self.causes],
             "text": self.text,
         }
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .errors import RuleError
+from .neighbours import NeighbourMatcher
 
 UNKNOWN_RULE_ID = "unknown-code"
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -51,7 +52,7 @@ class Rule:
         score += 3 if self.nearby is not None else 0
         return score
 
-    def matches(self, value: int, known: bool, api: str | None, in_cluster: bool, nearby_text: callable) -> bool:
+    def matches(self, value: int, known: bool, api: str | None, in_cluster: bool, nearby_text) -> bool:
         if self.unknown and known:
             return False
         if self.codes is not None and value not in self.codes:
@@ -70,9 +71,11 @@ class Rule:
 class RuleSet:
     """The catalog, the API table and every remedy rule, ready to match."""
 
-    def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path]):
+    def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path],
+                 neighbours: NeighbourMatcher | None = None):
         self.catalog = catalog
         self.apis = apis
+        self.neighbours = neighbours or NeighbourMatcher([])
         self.rules = rules
         self.sources = sources
         self.by_id = {r.id: r for r in rules}
@@ -109,6 +112,8 @@ class RuleSet:
             raise RuleError(f"{builtin_dir}: catalog.yaml and apis.yaml are required")
         catalog = Catalog.load(catalog_path)
         apis = ApiTable.load(apis_path)
+        neighbours_path = _last_existing(dirs, "neighbours.yaml")
+        neighbours = NeighbourMatcher.load(neighbours_path)
         rules: dict[str, Rule] = {}
         for code in catalog.codes:
             rule = default_rule(code, catalog_path)
@@ -122,17 +127,17 @@ class RuleSet:
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
-        sources = [catalog_path, apis_path]
+        sources = [catalog_path, apis_path] + ([neighbours_path] if neighbours_path else [])
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
-                if path.name in ("catalog.yaml", "apis.yaml"):
+                if path.name in ("catalog.yaml", "apis.yaml", "neighbours.yaml"):
                     continue
                 sources.append(path)
                 for rule in load_rule_file(path, catalog, apis, builtin=index == 0):
                     if rule.id in rules and rules[rule.id].origin == str(path):
                         raise RuleError(f"{path}: rule {rule.id}: id is defined twice in this file")
                     rules[rule.id] = rule
-        return cls(catalog, apis, list(rules.values()), sources)
+        return cls(catalog, apis, list(rules.values()), sources, neighbours)
 
 
 def _last_existing(dirs: list[Path], name: str) -> Path | None:

@@ -124,6 +124,8 @@ def _bursts(findings: list[Finding]) -> list[dict]:
         echoes = [f for f in group if f.generic and f is not lead]
         others = [f for f in specific if f is not lead]
         stamps = [f.timestamp for f in group if f.timestamp]
+        # Lower-level errors logged just before the burst's findings: the likely root cause.
+        causes = sorted({c for f in group for c in f.causes})[:5]
         out.append({
             "source": lead.source,
             "node": lead.node,
@@ -138,6 +140,7 @@ def _bursts(findings: list[Finding]) -> list[dict]:
                 "action": lead.action, "remedy": lead.remedy, "text": lead.text,
             },
             "echoes": len(echoes),
+            "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in causes],
             "also": sorted({(f.code, f.name or "unknown", f.api or "") for f in others}),
         })
     # Not-recoverable leads first; then in time order (untimed last), so the story reads forward.

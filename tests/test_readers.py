@@ -240,7 +240,8 @@ def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "SPLIT_MIN_BYTES", 1)
     noise = b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [x.cc:1]5571 Other: noise\n"
     echo = b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.2 [x.cc:9]5571 Run: ErrorNo: 4294967295(failed)\n"
-    body = (noise * 997 + LOG + echo) * 40
+    cause = b"[ERROR] RUNTIME(5569,python3):2025-11-12-03:40:05.0 [stream.cc:1]5650 Sync: runtime result = 507046\n"
+    body = (noise * 996 + cause + LOG + echo) * 40
     path = tmp_path / "big.log"
     path.write_bytes(body)
     one = scan(path, jobs=1)
@@ -250,6 +251,7 @@ def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
         assert [f.to_dict() for f in many.findings] == [f.to_dict() for f in one.findings]
         assert (many.inputs.lines, many.inputs.bytes, many.inputs.files) == (one.inputs.lines, one.inputs.bytes, 1)
     assert len(one.findings) == 80  # 40 timeouts + 40 echoes
+    assert {f.causes[0][1:3] for f in one.findings if not f.generic} == {("runtime", "507046")}
 
 
 def test_stdin_gzip(monkeypatch):

@@ -49,3 +49,8 @@ def inputs_line(analysis) -> str:
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
             + (f"; {plural(i.excluded, 'log')} left out by --include/--exclude" if i.excluded else "")
             + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))
+
+
+def describe_causes(causes: list[dict]) -> str:
+    """`hccl 9 (HCCL timeout) at line 55; runtime 507046 (stream sync timeout) at line 67`."""
+    return "; ".join(f"{c['family']} {c['code']} ({c['meaning']}) at line {c['line']}" for c in causes)

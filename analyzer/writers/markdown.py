@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .common import describe_api, describe_code, inputs_line, recoverable_word
+from .common import describe_api, describe_causes, describe_code, inputs_line, recoverable_word
 
 MAX_FINDINGS = 1000
 
@@ -38,6 +38,8 @@ def render(analysis) -> str:
                    + f"`{_cell(b['source'])}:{lead['line']}`"
                    + (f" at {b['first_seen']}" if b["first_seen"] else "")
                    + f", {recoverable_word(lead['recoverable'])}.")
+        if b["causes"]:
+            out.append("   Likely cause: " + _cell(describe_causes(b["causes"])) + ".")
         out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
         notes = []
         if b["echoes"]:

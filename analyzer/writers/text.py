@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .common import describe_api, describe_code, inputs_line, plural, recoverable_word, short_source
+from .common import describe_api, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
 
 WIDTH = 80
 MAX_BURSTS = 25
@@ -49,6 +49,8 @@ def render(analysis) -> str:
         out += _wrap(where, "    ")
         out += _wrap(f"{burst['first_seen'] or 'no timestamp'}, line {lead['line']}, "
                      f"{recoverable_word(lead['recoverable'])}", "    ")
+        if burst["causes"]:
+            out += _wrap("likely cause: " + describe_causes(burst["causes"]), "    ")
         out += _wrap(f"-> {lead['action']} [{lead['rule']}]", "    ")
         out += _wrap(lead["remedy"], "       ")
         extra = []

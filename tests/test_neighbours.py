@@ -1,0 +1,50 @@
+"""Stage: context (neighbouring error families). HCCL, runtime, CANN, HIXL, torch_npu, MindIE and
+socket errors are classified as likely causes of the finding after them, never as findings."""
+
+import pytest
+
+from analyzer import RuleError, analyze_text, load_rules
+
+
+@pytest.mark.parametrize("line,family,code", [
+    ("[ERROR] RUNTIME(1,p):2025-11-12-03:40:10.011.004 [stream.cc:1143]5650 Synchronize: runtime result = 507046",
+     "runtime", "507046"),
+    ("EI0006: [PID: 5566] 2025-11-12-03:40:08.301.554 Getting socket times out.", "cann", "EI0006"),
+    ("[ERROR] HCCL(1,p):2025-11-12-03:40:06.1 [hccl_comm.cc:655] [5601][HcclCommPrepare] call trace: hcclRet -> 9",
+     "hccl", "9"),
+    ("[ERROR] GE(1,p):2025-11-12-03:40:02.1 [hixl_adapter.cc:71]1 HixlInit: ErrorNo: 503900() [HIXL]load failed",
+     "hixl", "503900"),
+    ("[ERROR] 2025-04-08-18:07:20 (PID:1292, Device:1, RankID:1) ERR01100 OPS call acl api failed.", "torch-npu", "ERR01100"),
+    ("[2025-11-12 03:40:04.118] [1] [2] [llm] [ERROR] [a.cpp:88] : [MIE05E010019] P/D link failed", "mindie", "MIE05E010019"),
+    ("connect to 10.0.1.11:26006 failed, errno 111: Connection refused", "socket", "Connection refused"),
+])
+def test_families_classify_but_never_find(rules, line, family, code):
+    assert analyze_text(line, rules) == []
+    assert (family, code) in [(f, c) for f, c, _ in rules.neighbours.find(line)]
+
+
+def test_cause_attached_to_the_finding_after_it(rules):
+    text = "\n".join([
+        "[ERROR] RUNTIME(5569,python3):2025-11-12-03:40:10.011.004 [stream.cc:1143]5650 Synchronize: runtime result = 507046",
+        "[ERROR] GE(5569,python3):2025-11-12-03:40:10.011.220 [data_cache_engine.cc:1]5650 PullCache: ErrorNo: 1343270938(Process timeout.)",
+        "[ERROR] GE(4000,python3):2025-11-12-03:40:10.2 [x.cc:1]4000 PullCache: ErrorNo: 1343270938(Process timeout.)",
+    ])
+    mine, other_process = analyze_text(text, rules)
+    assert mine.causes == ((1, "runtime", "507046", "stream sync timeout"),)
+    assert other_process.causes == ()  # another pid: not its cause
+
+
+def test_cause_belongs_to_the_first_finding_after_it(rules):
+    text = "\n".join([
+        "[ERROR] HCCL(1,p):2025-11-12-03:40:06.1 [hccl_comm.cc:655] [7][X] call trace: hcclRet -> 9",
+        "[ERROR] GE(1,p):2025-11-12-03:40:06.2 [a.cc:1]2 Link: ErrorNo: 1343270921(local cluster link with remote cluster failed!)",
+        "[ERROR] GE(1,p):2025-11-12-03:40:06.3 [a.cc:1]2 Link: ErrorNo: 4294967295(failed)",
+    ])
+    first, echo = analyze_text(text, rules)
+    assert [c[2] for c in first.causes] == ["9"] and echo.causes == ()
+
+
+def test_malformed_family_is_named(tmp_path):
+    (tmp_path / "neighbours.yaml").write_text("families:\n  - id: x\n    literals: [a]\n    pattern: '('\n")
+    with pytest.raises(RuleError, match=r"neighbours.yaml: family x: pattern: invalid regular expression"):
+        load_rules(tmp_path)
