@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bz2
 import fnmatch
-import gzip
 import io
 import lzma
 import re
@@ -24,10 +23,10 @@ from typing import BinaryIO, Callable, Iterator
 
 from .records import Skipped
 
-try:  # ISA-L's gzip is about twice as fast (perf.md); the stdlib gives the same bytes.
-    from isal import igzip as _gzip
+try:  # ISA-L's inflate is about twice as fast (perf.md); the stdlib gives the same bytes.
+    from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - depends on the platform
-    _gzip = gzip
+    _zlib = zlib
 
 try:
     import zstandard as _zstd
@@ -47,10 +46,15 @@ class LimitExceeded(Exception):
     """Decompression went past a configured limit (bomb guard)."""
 
 
+class StreamError(Exception):
+    """A stream broke (any decompressor's or archive reader's own error, by its message).
+    One plain, picklable type, so a worker process can report it like any other."""
+
+
 # What reading a damaged stream can raise, at any layer. All of them mean "this stream ends here".
 READ_ERRORS: tuple[type[BaseException], ...] = (
-    OSError, EOFError, ValueError, LimitExceeded, zlib.error, lzma.LZMAError, tarfile.TarError,
-    zipfile.BadZipFile, NotImplementedError,
+    OSError, EOFError, ValueError, LimitExceeded, StreamError, zlib.error, lzma.LZMAError,
+    tarfile.TarError, zipfile.BadZipFile, NotImplementedError,
 ) + ((_zstd.ZstdError,) if _zstd is not None else ())
 
 
@@ -144,7 +148,9 @@ class SafeStream(io.RawIOBase):
                 self._eof = True
                 if self.budget is not None:
                     self.budget.broken = True
-                raise error
+                if isinstance(error, READ_ERRORS):
+                    raise error
+                raise StreamError(_why(error)) from None  # e.g. ISA-L's IsalError
             try:
                 piece = self.inner.read(min(self.piece, size - have))
             except Exception as exc:  # noqa: BLE001
@@ -175,27 +181,6 @@ class SafeStream(io.RawIOBase):
             ratio = self.delivered / max(1, self.compressed())
             if ratio > limits.max_ratio:
                 raise LimitExceeded(f"compression ratio passed {limits.max_ratio:g}:1 (decompression bomb?)")
-
-
-class _Counting(io.RawIOBase):
-    """Counts bytes read from a compressed stream, for the ratio check."""
-
-    def __init__(self, inner: BinaryIO):
-        self.inner = inner
-        self.count = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.inner.read(size)
-        self.count += len(data)
-        return data
-
-    def readinto(self, buffer) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
 
 
 def sniff(stream: SafeStream, name: str = "") -> str:
@@ -231,18 +216,79 @@ def _old_tar_checksum_ok(block: bytes) -> bool:
     return stored == computed and block[0] != 0
 
 
-def _decompress(kind: str, raw: BinaryIO) -> BinaryIO:
-    if kind == "gzip":
-        return _gzip.GzipFile(fileobj=raw, mode="rb")
-    if kind == "bzip2":
-        return bz2.BZ2File(raw, mode="rb")
-    if kind == "xz":
-        return lzma.LZMAFile(raw, mode="rb")
-    if kind == "zstd":
+class Decompressed(io.RawIOBase):
+    """Incremental decompression of gzip (multi-member), bzip2, xz and zstd (multi-frame).
+
+    Unlike `gzip.GzipFile` & co, output decompressed before a break is always returned: a
+    truncated file yields every byte `zcat` would, then EOFError. Output per call is bounded,
+    so the decompression guard above sees a bomb before it fills memory.
+    """
+
+    # Compressed bytes fed per call; zstd cannot cap its output per call, so it is fed less.
+    _INPUT = {"gzip": 1 << 16, "bzip2": 1 << 16, "xz": 1 << 16, "zstd": 1 << 13}
+
+    def __init__(self, raw: BinaryIO, kind: str):
+        self.raw = raw
+        self.kind = kind
+        self.consumed = 0  # compressed bytes read, for the ratio check
+        self._obj = self._new()
+        self._input = b""
+        self._flushed = False
+
+    def _new(self):
+        if self.kind == "gzip":
+            return _zlib.decompressobj(31)
+        if self.kind == "bzip2":
+            return bz2.BZ2Decompressor()
+        if self.kind == "xz":
+            return lzma.LZMADecompressor()
         if _zstd is None:
             raise LimitExceeded("zstd support is not installed (pip install zstandard)")
-        return _zstd.ZstdDecompressor().stream_reader(raw, read_across_frames=True, closefd=False)
-    raise ValueError(kind)
+        return _zstd.ZstdDecompressor().decompressobj()
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self) -> bytes:
+        data = self.raw.read(self._INPUT[self.kind])
+        self.consumed += len(data)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        size = PIECE if size is None or size < 0 else size
+        while True:
+            if self._obj.eof:
+                rest = self._obj.unused_data + self._input
+                self._input = b""
+                if not rest:
+                    rest = self._feed()
+                if not rest or not rest.strip(b"\x00"):
+                    return b""  # clean end (gzip may be followed by zero padding)
+                self._obj = self._new()  # the next gzip member or bzip2/xz/zstd stream
+                self._input = rest
+                continue
+            data, self._input = self._input, b""
+            if not data and getattr(self._obj, "needs_input", True):
+                data = self._feed()
+                if not data:
+                    # Truncated: hand out what inflate still holds, then say so.
+                    tail = b"" if self._flushed or not hasattr(self._obj, "flush") else self._obj.flush()
+                    self._flushed = True
+                    if tail:
+                        return tail
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            if self.kind == "zstd":
+                out = self._obj.decompress(data)
+            else:
+                out = self._obj.decompress(data, size)
+                self._input = getattr(self._obj, "unconsumed_tail", b"")
+            if out:
+                return out
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 @dataclass
@@ -293,13 +339,12 @@ class Unpacker:
             self._skip(name, str(exc))
             return
         if kind in ("gzip", "bzip2", "xz", "zstd"):
-            counting = _Counting(stream)
             try:
-                inner = _decompress(kind, counting)
-            except (LimitExceeded, OSError, ValueError) as exc:
-                self._skip(name, f"cannot read {kind} data: {exc}")
+                inner = Decompressed(stream, kind)
+            except LimitExceeded as exc:
+                self._skip(name, str(exc))
                 return
-            yield from self._expand(name, SafeStream(inner, budget, lambda: counting.count), budget, depth + 1, None)
+            yield from self._expand(name, SafeStream(inner, budget, lambda: inner.consumed), budget, depth + 1, None)
             return
         if kind == "tar":
             yield from self._tar(name, stream, budget, depth)
@@ -346,9 +391,9 @@ class Unpacker:
         finally:
             archive.close()
 
-    def _member(self, child: str, handle: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
+    def _member(self, child: str, handle: BinaryIO, budget: Budget, depth: int, piece: int = PIECE) -> Iterator[Leaf]:
         """Expand one archive member; a failure inside it is charged to the member."""
-        stream = SafeStream(handle, budget)
+        stream = SafeStream(handle, budget, piece=piece)
         try:
             yield from self._expand(child, stream, budget, depth + 1, None)
         except READ_ERRORS as exc:
@@ -398,7 +443,8 @@ class Unpacker:
                         self._skip(child, f"cannot open zip member: {_why(exc)}")
                         continue
                     with handle:
-                        yield from self._member(child, handle, budget, depth)
+                        # zipfile drops what a failing read(n) had decompressed: read small.
+                        yield from self._member(child, handle, budget, depth, piece=4096)
         finally:
             source.close()
 

@@ -142,8 +142,13 @@ def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts, bloc
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
     offset = 0  # stream offset of the first byte of `pending`
+    failure: BaseException | None = None
     while True:
-        chunk = stream.read(block_size)
+        try:
+            chunk = stream.read(block_size)
+        except Exception as exc:  # noqa: BLE001 - re-raised below, after the partial line
+            failure = exc
+            break
         if not chunk:
             break
         counts.bytes += len(chunk)
@@ -176,7 +181,9 @@ def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts, bloc
         buf = history + pending
         yield from _candidates(buf, len(history), len(buf), prefilter, line_no,
                                line_no - history.count(b"\n"), offset, None)
-        counts.lines += 1  # a final line without a newline still counts
+        counts.lines += 1  # a final line without a newline (or cut by a break) still counts
+    if failure is not None:
+        raise failure
 
 
 def _newline_index(buf: bytes, begin: int, end: int) -> np.ndarray:
