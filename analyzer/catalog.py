@@ -180,7 +180,8 @@ class ApiTable:
     """Canonical API names and every spelling that maps to them."""
 
     def __init__(self, spellings: dict[str, str], tags: dict[str, str], groups: dict[str, tuple[str, ...]],
-                 canonical: tuple[str, ...]):
+                 canonical: tuple[str, ...], shared: frozenset[str] = frozenset()):
+        self.shared = shared  # names other CANN components use too (see apis.yaml)
         self.spellings = spellings  # lower-case spelling -> canonical (free text too)
         self.tags = tags  # lower-case spelling -> canonical (func fields, tags, frames only)
         self.groups = groups
@@ -230,11 +231,12 @@ class ApiTable:
         spellings: dict[str, str] = {}
         tags: dict[str, str] = {}
         canonical = tuple(data["apis"])
+        shared = frozenset(c for c, e in data["apis"].items() if isinstance(e, dict) and e.get("shared"))
         for canon, entry in data["apis"].items():
             here = f"{where}: api {canon}"
             entry = entry or {}
             _require(isinstance(entry, dict), here, "must be a mapping with `spellings`/`tags`")
-            unknown = sorted(set(entry) - {"spellings", "tags"})
+            unknown = sorted(set(entry) - {"spellings", "tags", "shared"})
             _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
             for kind, table in (("spellings", spellings), ("tags", tags)):
                 values = entry.get(kind) or []
@@ -258,4 +260,4 @@ class ApiTable:
             for m in members:
                 _require(m in canonical, here, f"unknown API {m!r}")
             groups[gname] = tuple(members)
-        return cls(spellings, tags, groups, canonical)
+        return cls(spellings, tags, groups, canonical, shared)

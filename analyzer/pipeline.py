@@ -140,7 +140,8 @@ class Engine:
                 header = header_for(headers, hit.start)
                 ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
                 if hit.form == "generic" and not (
-                    ctx.api or self.resolver.mentions_llm(text) or _echoes(recent, cand, header)
+                    self._ties_to_llm_datadist(ctx) or self.resolver.mentions_llm(text)
+                    or _echoes(recent, cand, header)
                 ):
                     continue  # the graph engine's own failure, not LLM-DataDist's
                 if hit.value != GENERIC_FAILED:
@@ -162,6 +163,11 @@ class Engine:
                     year_guessed=year_guessed and header.fmt == "vllm" and header.timestamp is not None,
                     causes=before,
                 )
+
+    def _ties_to_llm_datadist(self, ctx) -> bool:
+        """Whether API evidence alone makes a generic failure LLM-DataDist's: an API read from the
+        line or its traceback (not a nearby line) whose name other components do not use."""
+        return bool(ctx.api) and ctx.evidence != "nearby" and ctx.api not in self.rules.apis.shared
 
     def _seed_recent(self, history: bytes, recent: deque, causes: deque, year: int | None) -> int:
         """Specific codes and neighbour errors in the bytes before a parallel range, so that

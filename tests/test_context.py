@@ -89,3 +89,19 @@ def test_flattened_plog_records_take_their_own_func(rules):
             "[ERROR] GE(1,p):2025-11-12-03:40:02.2 [b.cc:2]1 PullKvBlocks: ErrorNo: 1343270913(y)")
     by_code = {f.name: f.api for f in analyze_text(text, rules)}
     assert by_code == {"LLM_LINK_FAILED": "LinkLlmClusters", "LLM_WAIT_PROC_TIMEOUT": "PullKvBlocks"}
+
+
+@pytest.mark.parametrize("line", [
+    "[ERROR] GE(900,python3):2025-11-12-03:40:01.0 [graph_manager.cc:120]901 Initialize: ErrorNo: 4294967295(failed) graph manager initialize failed",
+    "[ERROR] GE(900,python3):2025-11-12-03:40:01.0 [ge_api.cc:12]901 GEInitialize: ErrorNo: 4294967295(failed) Initialize GE failed",
+])
+def test_graph_engine_failures_named_like_apis_are_not_findings(rules, line):
+    assert analyze_text(line, rules) == []
+
+
+def test_generic_failure_not_tied_by_a_nearby_line(rules):
+    text = "\n".join([
+        "[INFO] HCCL(900,python3):2025-11-12-03:40:01.0 [hccl_comm.cc:120][901][Init]comm init success",
+        "[ERROR] GE(900,python3):2025-11-12-03:40:01.1 [graph_builder.cc:77]901 BuildGraph: ErrorNo: 4294967295(failed)",
+    ])
+    assert analyze_text(text, rules) == []
