@@ -149,6 +149,7 @@ class Engine:
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
                 before = _causes_before(causes, cand, header.pid, last_line) if causes else ()
                 last_line = cand.line_no
+                hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
                 yield Finding(
@@ -160,8 +161,9 @@ class Engine:
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
-                    year_guessed=year_guessed and header.fmt == "vllm" and header.timestamp is not None,
-                    causes=before,
+                    year_guessed=year_guessed and ((header.fmt == "vllm" and header.timestamp is not None)
+                                                   or (hint is not None and hint_guessed)),
+                    causes=before, time_hint=hint,
                 )
 
     def _ties_to_llm_datadist(self, ctx) -> bool:
@@ -186,6 +188,16 @@ class Engine:
                     header = header_for(record_headers(text, year), hit.start)
                     recent.append((line_no, offset, header))
         return last_line
+
+
+def _time_before(earlier, header: Header, year: int | None) -> tuple[str | None, bool]:
+    """(timestamp, from a year-less vLLM stamp) of the nearest earlier record of the same
+    process: the time of a traceback's last line is the time its traceback was logged."""
+    for _, text in reversed(earlier):
+        other = parse_header(text, year)
+        if other.timestamp and (not header.pid or not other.pid or other.pid == header.pid):
+            return other.timestamp, other.fmt == "vllm"
+    return None, False
 
 
 CAUSE_LINES = 15  # how far before a finding a neighbour error still counts as its likely cause
@@ -242,25 +254,23 @@ def settle_years(findings: list[Finding]) -> list[Finding]:
 
     out = []
     for f in findings:
-        if f.year_guessed and f.timestamp:
+        if f.year_guessed:
             year = best(by_node.get(f.node, Counter())) or best(overall)
             if year:
-                f = f._replace(timestamp=year + f.timestamp[4:])
+                f = f._replace(timestamp=f.timestamp and year + f.timestamp[4:],
+                               time_hint=f.time_hint and year + f.time_hint[4:])
         out.append(f)
     return out
 
 
 def apply_window(findings: list[Finding], since: datetime | None, until: datetime | None) -> list[Finding]:
     """Findings inside [since, until]. A line without a timestamp (a traceback's last line) takes
-    the time of the finding before it in the same stream; with none, it is kept."""
+    the time of the record before it; with none in reach, it is kept rather than lost."""
     if not since and not until:
         return findings
-    kept, last, last_source = [], None, None
+    kept = []
     for f in findings:
-        if f.source != last_source:
-            last, last_source = None, f.source
-        when = _parse_ts(f.timestamp) or last
-        last = when
+        when = _parse_ts(f.timestamp) or _parse_ts(f.time_hint)
         if when is None or ((not since or when >= since) and (not until or when <= until)):
             kept.append(f)
     return kept

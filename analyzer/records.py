@@ -48,6 +48,7 @@ class Finding(NamedTuple):
     device: str | None = None
     year_guessed: bool = False  # the timestamp printed no year and none was known (internal)
     causes: tuple[tuple[int, str, str, str], ...] = ()  # (line, family, code, meaning) just before
+    time_hint: str | None = None  # internal: a timestamp-less line's time, from the record before it
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""

@@ -362,3 +362,17 @@ def test_truncated_compressed_file_gives_what_zcat_gives(tmp_path, kind):
     assert numbers == list(range(1, result.inputs.lines + 1, 10))[: len(numbers)]
     # bzip2 cannot give back a partial 900 kB block; the others lose only the last few bytes.
     assert result.inputs.lines > (30000 if kind == "bz2" else 50000)
+
+
+def test_traceback_line_takes_the_time_of_its_traceback(tmp_path):
+    path = tmp_path / "vllm_20251203.log"
+    path.write_text("\n".join([
+        "(Worker pid=7) ERROR 12-03 10:15:30 [w.py:1] something earlier",
+        "(Worker pid=8) ERROR 12-03 10:15:38 [w.py:1] other worker",
+        "(Worker pid=7) ERROR 12-03 10:15:40 [w.py:1] Traceback (most recent call last):",
+        '(Worker pid=7)   File "/x.py", line 3, in pull_blocks',
+        "(Worker pid=7) llm_datadist.status.LLMException: error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT",
+    ]) + "\n")
+    from datetime import datetime
+    assert len(scan(path, since=datetime(2025, 12, 3, 10, 15, 35)).findings) == 1
+    assert len(scan(path, until=datetime(2025, 12, 3, 10, 15, 39)).findings) == 0
