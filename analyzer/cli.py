@@ -6,7 +6,7 @@ Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule or input e
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import click
@@ -40,17 +40,30 @@ def cli() -> None:
 
 
 class _When(click.ParamType):
-    """A point in time: `2025-11-12`, `2025-11-12 03:40`, `2025-11-12T03:40:05.123`."""
+    """A point in time: `2025-11-12`, `2025-11-12 03:40`, `2025-11-12T03:40:05.123`. As an end
+    (`--until`) it is inclusive to the precision given: `--until 2025-11-12` is the whole day."""
 
     name = "TIME"
 
+    def __init__(self, end: bool = False):
+        self.end = end
+
     def convert(self, value, param, ctx):
+        if isinstance(value, datetime):
+            return value
+        text = value.strip().replace("/", "-")
         try:
-            when = datetime.fromisoformat(value.strip().replace("/", "-"))
+            when = datetime.fromisoformat(text)
         except ValueError:
             self.fail(f"{value!r} is not a date/time like 2025-11-12 or 2025-11-12T03:40:05", param, ctx)
-        # Log timestamps carry no zone: compare in the logs' own local time.
-        return when.replace(tzinfo=None)
+        when = when.replace(tzinfo=None)  # log timestamps carry no zone: the logs' own local time
+        if self.end:
+            clock = text[10:].lstrip("T ").split("+")[0].split("Z")[0]
+            step = {0: timedelta(days=1), 2: timedelta(hours=1), 5: timedelta(minutes=1),
+                    8: timedelta(seconds=1)}.get(len(clock))
+            if step:
+                when += step - timedelta(microseconds=1)
+        return when
 
 
 class _Size(click.ParamType):
@@ -67,9 +80,12 @@ class _Size(click.ParamType):
             scale = 1024 ** ("KMGT".index(text[-1]) + 1)
             text = text[:-1]
         try:
-            return int(float(text) * scale)
+            size = int(float(text) * scale)
         except ValueError:
+            size = 0
+        if size <= 0:
             self.fail(f"{value!r} is not a size like 512M or 50G", param, ctx)
+        return size
 
 
 @cli.command()
@@ -85,12 +101,12 @@ class _Size(click.ParamType):
 @click.option("--exclude", multiple=True, metavar="GLOB",
               help="Skip files, folders and archive members that match (repeatable).")
 @click.option("--since", type=_When(), help="Only findings at or after this time.")
-@click.option("--until", type=_When(), help="Only findings at or before this time.")
+@click.option("--until", type=_When(end=True), help="Only findings at or before this time (inclusive to its precision).")
 @click.option("--year", type=click.IntRange(1970, 2999), default=None,
               help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPU count). The report is the same for any N.")
-@click.option("--max-bytes", type=_Size(), default="50G", show_default=True,
+@click.option("--max-bytes", type=_Size(), default="50G", show_default=True, metavar="SIZE",
               help="Decompression guard: most bytes one input may expand to.")
 @click.option("--max-ratio", type=click.FloatRange(1.0), default=2000.0, show_default=True,
               help="Decompression guard: highest expansion ratio of compressed data.")

@@ -152,3 +152,16 @@ def test_library_call(logs):
     assert [f.action for f in result.findings] == ["relink", "retry-later"]
     assert result.summary["bursts"][0]["lead"]["api"] == "PullKvBlocks"
     assert result.inputs.files == 3
+
+
+def test_until_is_inclusive_to_its_precision(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(PULL_TIMEOUT)  # 2025-11-12 03:40:05.101
+    def count(*args):
+        return len(json.loads(run("scan", str(log), "--format", "json", *args)[1])["findings"])
+    assert count("--since", "2025-11-12", "--until", "2025-11-12") == 1
+    assert count("--until", "2025-11-12 03:40") == 1
+    assert count("--until", "2025-11-12 03:40:05") == 1
+    assert count("--until", "2025-11-12 03:40:04") == 0
+    assert count("--since", "2025-11-12T03:40:05.2") == 0
+    assert run("scan", str(log), "--max-bytes", "-5")[0] == 2
