@@ -78,25 +78,34 @@ class Budget:
 
 @dataclass(frozen=True)
 class Selection:
-    """--include / --exclude globs, matched against a stream's full name, member path or basename."""
+    """--include / --exclude globs. A glob is tried against the whole name (with `!` read as
+    `/`), and against every folder, archive and file name along it, with and without the
+    compression and rotation suffixes. On disk and inside archives alike, `--exclude node-2`
+    prunes that folder and `--include '*.zip'` selects what is inside the zips."""
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
 
     @staticmethod
-    def _names(name: str) -> list[str]:
-        member = name.rsplit("!", 1)[-1]
-        base = member.rsplit("/", 1)[-1]
-        plain = strip_compression_suffix(base)
-        return [name, member, base, plain, _ROTATION.sub("", plain)]  # plog.log.3.gz -> plog.log
+    def _names(name: str) -> set[str]:
+        names = {name, name.replace("!", "/")}
+        for part in name.replace("!", "/").split("/"):
+            if part and part != ".":
+                plain = strip_compression_suffix(part)
+                names.update((part, plain, _ROTATION.sub("", plain)))  # plog.log.3.gz -> plog.log
+        return names
+
+    def _any(self, patterns: tuple[str, ...], name: str) -> bool:
+        names = self._names(name)
+        return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
 
     def excluded(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(n, p) for p in self.exclude for n in self._names(name))
+        return bool(self.exclude) and self._any(self.exclude, name)
 
     def wanted(self, name: str) -> bool:
         if self.excluded(name):
             return False
-        return not self.include or any(fnmatch.fnmatchcase(n, p) for p in self.include for n in self._names(name))
+        return not self.include or self._any(self.include, name)
 
 
 class SafeStream(io.RawIOBase):
@@ -383,7 +392,7 @@ class Unpacker:
                 expected = member.offset_data + (-(-member.size // 512) * 512 if member.isreg() else 0)
                 if not member.isreg():
                     continue
-                child = f"{name}!{member.name}"
+                child = f"{name}!{_clean_member(member.name)}"
                 if self.selection.excluded(child):
                     self.excluded += 1
                     continue
@@ -423,7 +432,7 @@ class Unpacker:
                 for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
                     if info.is_dir():
                         continue
-                    child = f"{name}!{info.filename}"
+                    child = f"{name}!{_clean_member(info.filename)}"
                     if self.selection.excluded(child):
                         self.excluded += 1
                         continue
@@ -473,6 +482,13 @@ class _TarMember(io.RawIOBase):
             raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
         self.remaining -= len(data)
         return data
+
+
+def _clean_member(member: str) -> str:
+    """`./root/x.log` -> `root/x.log`: the same member however the archive was made."""
+    while member.startswith("./"):
+        member = member[2:]
+    return member.lstrip("/")
 
 
 def _why(exc: BaseException) -> str:

@@ -376,3 +376,24 @@ def test_traceback_line_takes_the_time_of_its_traceback(tmp_path):
     from datetime import datetime
     assert len(scan(path, since=datetime(2025, 12, 3, 10, 15, 35)).findings) == 1
     assert len(scan(path, until=datetime(2025, 12, 3, 10, 15, 39)).findings) == 0
+
+
+def test_selection_works_the_same_inside_archives(tmp_path):
+    members = {"./prompt-node-a/plog/plog-1_2.log": LOG, "./decode-node-b/plog/plog-3_4.log": LOG}
+    disk = tmp_path / "disk"
+    for name, data in members.items():
+        (disk / name).parent.mkdir(parents=True, exist_ok=True)
+        (disk / name).write_bytes(data)
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    (packed / "bundle.tar.gz").write_bytes(gzip.compress(tar_bytes(members), mtime=0))
+    (packed / "other.zip").write_bytes(zip_bytes({"x/app.log": LOG}))
+
+    def nodes(path, **sel):
+        return sorted(f.node for f in scan(path, selection=Selection(**sel)).findings)
+
+    for root in (disk, packed / "bundle.tar.gz"):
+        assert nodes(root, exclude=("decode-node-b",)) == ["prompt-node-a"]
+        assert nodes(root, include=("*/prompt-node-a/*",)) == ["prompt-node-a"]
+    assert nodes(packed, include=("*.zip",)) == ["x"]
+    assert any(f.source.endswith("gz!prompt-node-a/plog/plog-1_2.log") for f in scan(packed).findings)  # no "./"
