@@ -33,10 +33,12 @@ class Layout:
 
 
 def _parts(name: str) -> list[str]:
-    parts = []
-    for piece in name.replace("\\", "/").split("!"):
+    """Path components, an archive counting as a folder named without its suffixes."""
+    parts: list[str] = []
+    pieces = name.replace("\\", "/").split("!")
+    for i, piece in enumerate(pieces):
         parts.extend(p for p in piece.split("/") if p not in ("", "."))
-        if parts:  # an archive or compressed file names a folder level: drop its suffixes
+        if parts and i < len(pieces) - 1:
             parts[-1] = _ARCHIVE_SUFFIX.sub("", strip_compression_suffix(parts[-1]))
     return parts
 
@@ -62,7 +64,11 @@ def layout_of(name: str) -> Layout:
     # The Ascend root (`ascend/`) is the surest anchor; else the first layout folder.
     anchor = len(lowered) - 1 - lowered[::-1].index("ascend") if "ascend" in lowered else \
         next((i for i, f in enumerate(folders) if _LAYOUT_WORDS.match(f)), len(folders))
-    node = folders[anchor - 1] if anchor > 0 else None
-    if node is not None and node.lower() in _NOT_A_NODE:
-        node = None
+    # The nearest folder above the anchor that names something; a bundle tarred from `/` holds
+    # `root/ascend/log/...`, and then the bundle's own name is the node.
+    node = None
+    for i in range(anchor - 1, -1, -1):
+        if folders[i].lower() not in _NOT_A_NODE and not _LAYOUT_WORDS.match(folders[i]):
+            node = folders[i]
+            break
     return Layout(node, kind, device, pid)
