@@ -38,18 +38,37 @@ class Source:
         return open(self.path, "rb")
 
 
-def year_hint(name: str, mtime: float | None, default: int | None = None) -> tuple[int | None, bool]:
-    """(year, guessed) for year-less timestamps (vLLM): --year, else a date in the file's name or
-    path (`plog-4811_20251112034001123.log`); else the file's mtime, which is only a guess: the
-    pipeline replaces it with the year of the other logs of the same node when it can."""
+@dataclass(frozen=True)
+class YearHint:
+    """The year for timestamps that print none (vLLM's `MM-DD hh:mm:ss`).
+
+    From --year or a date in the log's name it is known. From the file's (or archive member's)
+    mtime it is a guess: a stamp later in the year than the mtime was written the year before
+    (a log is not written after its mtime), and the pipeline prefers the year that the node's
+    other logs print."""
+
+    year: int | None
+    guessed: bool = False
+    written_by: str | None = None  # "MM-DD" of the mtime, for guesses
+
+    def for_stamp(self, month_day: str) -> int | None:
+        if self.year and self.written_by and month_day > self.written_by:
+            return self.year - 1
+        return self.year
+
+
+def year_hint(name: str, mtime: float | None, default: int | None = None) -> YearHint:
+    """--year, else a date in the log's name or path (`plog-4811_20251112034001123.log`), else
+    a guess from the mtime."""
     if default:
-        return default, False
+        return YearHint(default)
     found = _YEAR_IN_NAME.findall(name.rsplit("/", 1)[-1]) or _YEAR_IN_NAME.findall(name)
     if found:
-        return int(found[-1]), False
+        return YearHint(int(found[-1]))
     if mtime is not None:
-        return datetime.fromtimestamp(mtime, tz=timezone.utc).year, True
-    return None, True
+        when = datetime.fromtimestamp(mtime, tz=timezone.utc)
+        return YearHint(when.year, True, when.strftime("%m-%d"))
+    return YearHint(None, True)
 
 
 def default_paths() -> list[str]:

@@ -69,8 +69,9 @@ def _iso(date: str, time: str, frac: str | None) -> str:
     return f"{date}T{time}.{frac[:6].ljust(6, '0')}" if frac else f"{date}T{time}"
 
 
-def parse_header(line: str, year: int | None = None) -> Header:
-    """Parse the header at the start of `line` (after NULs and blanks). Never raises."""
+def parse_header(line: str, year=None) -> Header:
+    """Parse the header at the start of `line` (after NULs and blanks). Never raises. `year` (an
+    int or an `inputs.YearHint`) completes timestamps that print none."""
     pos = len(line) - len(line.lstrip("\x00 \t\ufeff"))
     m = _PLOG.match(line, pos)
     if m:
@@ -83,8 +84,9 @@ def parse_header(line: str, year: int | None = None) -> Header:
             pids = _VLLM_PID.findall(line, pos, m.start("level"))
             pid = pids[-1] if pids else None
         ts = None
-        if year:
-            ts = _iso(f"{year:04d}-{m.group('md')}", m.group("time"), m.group("frac"))
+        y = year.for_stamp(m.group("md")) if hasattr(year, "for_stamp") else year
+        if y:
+            ts = _iso(f"{y:04d}-{m.group('md')}", m.group("time"), m.group("frac"))
         return Header("vllm", ts, pid, None, None, m.end(), pos)
     m = _VLLM_RELAY.match(line, pos)
     if m:
@@ -126,7 +128,7 @@ def _plog_header(line: str, m: re.Match, start: int) -> Header:
     return Header("plog", ts, m.group("pid"), tid, func or None, end, start)
 
 
-def record_headers(line: str, year: int | None = None) -> list[Header]:
+def record_headers(line: str, year=None) -> list[Header]:
     """Headers of every record on the line: several when plog blocks were flattened onto one."""
     first = parse_header(line, year)
     # A flattened block repeats the header grammar, date included: look for the date first.

@@ -78,7 +78,7 @@ class Engine:
         raw = _ReportingReader(raw, self.progress.advance)
         unpacker = Unpacker(self.options.limits, self.options.selection, stats.skipped)
         try:
-            leaves = unpacker.leaves(source.name, raw, source.path)
+            leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
             while True:
                 try:
                     leaf = next(leaves)
@@ -87,15 +87,15 @@ class Engine:
                 except READ_ERRORS as exc:
                     stats.skipped.append(Skipped(source.name, _reason(exc)))
                     break
-                year, guessed = year_hint(leaf.name, source.mtime, self.options.year)
-                findings.extend(self.scan_leaf(leaf.name, leaf.stream, year, stats, year_guessed=guessed))
+                hint = year_hint(leaf.name, leaf.mtime, self.options.year)
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed))
         finally:
             if source.path is not None:
                 raw.close()
         stats.excluded += unpacker.excluded
         return findings
 
-    def scan_leaf(self, name: str, stream, year: int | None, stats: InputStats, history: bytes = b"",
+    def scan_leaf(self, name: str, stream, year, stats: InputStats, history: bytes = b"",
                   year_guessed: bool = False) -> list[Finding]:
         counts = ScanCounts()
         findings: list[Finding] = []
@@ -111,7 +111,7 @@ class Engine:
         return findings
 
     # -- one text stream ---------------------------------------------------------------------
-    def scan_stream(self, name: str, stream, counts: ScanCounts, year: int | None = None,
+    def scan_stream(self, name: str, stream, counts: ScanCounts, year=None,
                     history: bytes = b"", year_guessed: bool = False) -> Iterator[Finding]:
         layout = layout_of(name)
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
@@ -386,8 +386,9 @@ def run_unit(engine: Engine, unit: WorkUnit) -> tuple[list[Finding], InputStats]
         history = handle.read(unit.start - lead)
         if lead > 0:
             history = history[history.find(b"\n") + 1:]
-        year, guessed = year_hint(src.name, src.mtime, engine.options.year)
-        findings = engine.scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), year, stats, history, guessed)
+        hint = year_hint(src.name, src.mtime, engine.options.year)
+        findings = engine.scan_leaf(src.name, _Bounded(handle, unit.end - unit.start), hint, stats, history,
+                                    hint.guessed)
     stats.files = 0  # the parent counts the file once
     return findings, stats
 

@@ -10,6 +10,7 @@ skipped with its reason, and whatever was readable before the break is still sca
 from __future__ import annotations
 
 import bz2
+import calendar
 import fnmatch
 import io
 import lzma
@@ -306,6 +307,7 @@ class Leaf:
 
     name: str
     stream: BinaryIO
+    mtime: float | None = None  # the file's, or the archive member's own, modification time
 
 
 def strip_compression_suffix(name: str) -> str:
@@ -327,10 +329,11 @@ class Unpacker:
         self.skipped = skipped
         self.excluded = 0  # streams left out by --include/--exclude
 
-    def leaves(self, name: str, raw: BinaryIO, path: str | None = None) -> Iterator[Leaf]:
+    def leaves(self, name: str, raw: BinaryIO, path: str | None = None, mtime: float | None = None) -> Iterator[Leaf]:
         """Text streams inside `raw` (an opened top-level input). The consumer must read each
         leaf before asking for the next: archives are read as one forward stream."""
         budget = Budget(self.limits)
+        self._mtimes = [mtime]  # the innermost archive member's mtime is the one that counts
         # A file read as it is loses nothing to a failed big read, so it is read in whole blocks;
         # decompressed layers below are read in small pieces.
         yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
@@ -362,7 +365,7 @@ class Unpacker:
             yield from self._zip(name, stream, budget, depth, path)
             return
         if self.selection.wanted(name):
-            yield Leaf(name, stream)
+            yield Leaf(name, stream, self._mtimes[-1])
         else:
             self.excluded += 1
 
@@ -396,17 +399,21 @@ class Unpacker:
                 if self.selection.excluded(child):
                     self.excluded += 1
                     continue
-                yield from self._member(child, _TarMember(archive, member), budget, depth)
+                yield from self._member(child, _TarMember(archive, member), budget, depth, mtime=member.mtime or None)
         finally:
             archive.close()
 
-    def _member(self, child: str, handle: BinaryIO, budget: Budget, depth: int, piece: int = PIECE) -> Iterator[Leaf]:
+    def _member(self, child: str, handle: BinaryIO, budget: Budget, depth: int, piece: int = PIECE,
+                mtime: float | None = None) -> Iterator[Leaf]:
         """Expand one archive member; a failure inside it is charged to the member."""
         stream = SafeStream(handle, budget, piece=piece)
+        self._mtimes.append(mtime or self._mtimes[-1])
         try:
             yield from self._expand(child, stream, budget, depth + 1, None)
         except READ_ERRORS as exc:
             self._skip(child, _why(exc))
+        finally:
+            self._mtimes.pop()
 
     # -- zip ------------------------------------------------------------------------------
     def _zip(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
@@ -453,7 +460,8 @@ class Unpacker:
                         continue
                     with handle:
                         # zipfile drops what a failing read(n) had decompressed: read small.
-                        yield from self._member(child, handle, budget, depth, piece=4096)
+                        yield from self._member(child, handle, budget, depth, piece=4096,
+                                                mtime=_zip_mtime(info))
         finally:
             source.close()
 
@@ -482,6 +490,13 @@ class _TarMember(io.RawIOBase):
             raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
         self.remaining -= len(data)
         return data
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
+    try:
+        return float(calendar.timegm(info.date_time + (0, 0, 0)))
+    except (OverflowError, ValueError):
+        return None
 
 
 def _clean_member(member: str) -> str:

@@ -200,8 +200,12 @@ def test_time_window_across_formats(tmp_path):
 def test_year_for_vllm_comes_from_mtime(tmp_path):
     path = tmp_path / "worker.log"
     path.write_text("(W pid=9) ERROR 11-12 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
-    os.utime(path, (1735700000, 1735700000))  # 2025-01-01
+    os.utime(path, (1750000000, 1750000000))  # 2025-06-15
+    assert scan(path, year=2024).findings[0].timestamp == "2024-11-12T03:50:00"
+    os.utime(path, (1765000000, 1765000000))  # 2025-12-06: written after November 12th
     assert scan(path).findings[0].timestamp == "2025-11-12T03:50:00"
+    os.utime(path, (1735700000, 1735700000))  # 2025-01-01: November 12th was the year before
+    assert scan(path).findings[0].timestamp == "2024-11-12T03:50:00"
 
 
 def test_default_input_and_usage_error(tmp_path, monkeypatch):
@@ -333,7 +337,7 @@ def test_guessed_year_follows_the_node_not_the_mtime(tmp_path):
     os.utime(vllm, (1800000000, 1800000000))  # 2027: when the bundle was copied, not the incident
     stamps = {f.source.rsplit("/", 1)[-1]: f.timestamp for f in scan(tmp_path).findings}
     assert stamps["worker.log"] == "2025-11-12T03:50:00"
-    assert scan(vllm).findings[0].timestamp == "2027-11-12T03:50:00"  # nothing better to go on
+    assert scan(vllm).findings[0].timestamp == "2026-11-12T03:50:00"  # mtime 2027-01-15: the November before
 
 
 def test_corrupt_gzip_is_skipped_not_fatal_in_any_process(tmp_path):
@@ -397,3 +401,16 @@ def test_selection_works_the_same_inside_archives(tmp_path):
         assert nodes(root, include=("*/prompt-node-a/*",)) == ["prompt-node-a"]
     assert nodes(packed, include=("*.zip",)) == ["x"]
     assert any(f.source.endswith("gz!prompt-node-a/plog/plog-1_2.log") for f in scan(packed).findings)  # no "./"
+
+
+def test_vllm_year_from_the_member_mtime_never_after_it(tmp_path):
+    line = b"(W pid=9) ERROR 12-03 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n"
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("vllm.log")
+        info.size, info.mtime = len(line), 1717200000  # 2024-06-01: the member's own time
+        tar.addfile(info, io.BytesIO(line))
+    path = tmp_path / "bundle.tar.gz"
+    path.write_bytes(buf.getvalue())
+    # December 3rd cannot be after the member was written on 2024-06-01: it is 2023-12-03.
+    assert scan(path).findings[0].timestamp == "2023-12-03T03:50:00"
