@@ -329,14 +329,26 @@ def _is_plain(src: Source) -> bool:
 
 
 def _aligned_cuts(path: str, size: int, parts: int) -> list[int]:
+    """Byte offsets that split the file into `parts` ranges, each starting at a line start.
+    The newline is searched in small reads: a line of gigabytes (NUL padding) costs no memory;
+    where no newline falls before the next cut, the two ranges become one."""
     cuts = [0]
     with open(path, "rb") as handle:
         for i in range(1, parts):
-            handle.seek(max(cuts[-1], size * i // parts))
-            handle.readline()  # move to the start of the next line
-            cuts.append(min(handle.tell(), size))
+            pos = max(cuts[-1], size * i // parts)
+            limit = size * (i + 1) // parts
+            handle.seek(pos)
+            while pos < limit:
+                piece = handle.read(min(1 << 16, limit - pos))
+                if not piece:
+                    break
+                nl = piece.find(b"\n")
+                if nl != -1:
+                    cuts.append(pos + nl + 1)
+                    break
+                pos += len(piece)
     cuts.append(size)
-    return cuts
+    return sorted(set(cuts))
 
 
 class _ReportingReader(io.RawIOBase):

@@ -414,3 +414,15 @@ def test_vllm_year_from_the_member_mtime_never_after_it(tmp_path):
     path.write_bytes(buf.getvalue())
     # December 3rd cannot be after the member was written on 2024-06-01: it is 2023-12-03.
     assert scan(path).findings[0].timestamp == "2023-12-03T03:50:00"
+
+
+def test_split_cuts_skip_a_huge_line(tmp_path):
+    from analyzer.pipeline import _aligned_cuts
+
+    path = tmp_path / "pad.log"
+    path.write_bytes(b"a\n" + b"\x00" * 3_000_000 + b"\nb\n" + b"c\n" * 1_000_000)
+    cuts = _aligned_cuts(str(path), path.stat().st_size, 4)
+    data = path.read_bytes()
+    assert cuts[0] == 0 and cuts[-1] == len(data) and cuts == sorted(cuts)
+    assert all(data[c - 1:c] == b"\n" for c in cuts[1:-1])
+    assert len(cuts) == 4  # the cut that fell inside the NUL run was dropped
