@@ -102,27 +102,40 @@ def _seconds(ts: str | None) -> float | None:
         return None
 
 
-def _bursts(findings: list[Finding]) -> list[dict]:
-    """Group each source's findings into bursts and name the probable lead of each."""
+def _split_bursts(findings: list[Finding]) -> list[list[Finding]]:
+    """Runs of findings of one thread (or process) in one source, cut where lines or time jump:
+    one operation's failure, its echoes and what it set off in the same thread."""
+    streams: dict[tuple[str, str | None, str | None], list[Finding]] = {}
+    for f in findings:  # sorted by source, line
+        streams.setdefault((f.source, f.pid, f.tid), []).append(f)
     bursts: list[list[Finding]] = []
-    current: list[Finding] = []
-    for f in findings:  # already sorted by source, line
-        if current:
-            last = current[-1]
-            t0, t1 = _seconds(last.timestamp), _seconds(f.timestamp)
-            gap_time = t0 is not None and t1 is not None and abs(t1 - t0) > BURST_SECONDS
-            if f.source != last.source or f.line - last.line > BURST_LINES or gap_time:
-                bursts.append(current)
-                current = []
-        current.append(f)
-    if current:
+    for run in streams.values():
+        current: list[Finding] = []
+        for f in run:
+            if current:
+                last = current[-1]
+                t0, t1 = _seconds(last.timestamp), _seconds(f.timestamp)
+                gap_time = t0 is not None and t1 is not None and abs(t1 - t0) > BURST_SECONDS
+                if f.line - last.line > BURST_LINES or gap_time:
+                    bursts.append(current)
+                    current = []
+            current.append(f)
         bursts.append(current)
+    return bursts
+
+
+def _bursts(findings: list[Finding]) -> list[dict]:
+    """Group findings into bursts and name the probable lead of each: the earliest specific
+    code, with the generic LLM_FAILED echoes attached. The most severe bursts come first."""
     out = []
-    for group in bursts:
+    for group in _split_bursts(findings):
         specific = [f for f in group if not f.generic]
         lead = specific[0] if specific else group[0]
         echoes = [f for f in group if f.generic and f is not lead]
-        others = [f for f in specific if f is not lead]
+        others = {}
+        for f in specific:
+            if f is not lead:
+                others.setdefault((f.code, f.api or "", f.action), f)
         stamps = [f.timestamp for f in group if f.timestamp]
         # Lower-level errors logged just before the burst's findings: the likely root cause.
         causes = sorted({c for f in group for c in f.causes})[:5]
@@ -130,22 +143,25 @@ def _bursts(findings: list[Finding]) -> list[dict]:
             "source": lead.source,
             "node": lead.node,
             "kind": lead.kind,
+            "pid": lead.pid,
             "lines": [group[0].line, group[-1].line],
             "first_seen": min(stamps) if stamps else None,
             "last_seen": max(stamps) if stamps else None,
             "findings": len(group),
+            "severe": any(f.recoverable is not True for f in specific or group),
             "lead": {
-                "line": lead.line, "code": lead.code, "name": lead.name, "api": lead.api,
-                "api_evidence": lead.api_evidence, "recoverable": lead.recoverable, "rule": lead.rule,
-                "action": lead.action, "remedy": lead.remedy, "text": lead.text,
+                "line": lead.line, "timestamp": lead.timestamp, "code": lead.code, "name": lead.name,
+                "api": lead.api, "api_evidence": lead.api_evidence, "recoverable": lead.recoverable,
+                "rule": lead.rule, "action": lead.action, "remedy": lead.remedy, "text": lead.text,
             },
             "echoes": len(echoes),
             "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in causes],
-            "also": sorted({(f.code, f.name or "unknown", f.api or "") for f in others}),
+            "also": [{"code": f.code, "name": f.name, "api": f.api, "line": f.line, "action": f.action,
+                      "recoverable": f.recoverable}
+                     for _, f in sorted(others.items())],
         })
-    # Not-recoverable leads first; then in time order (untimed last), so the story reads forward.
-    out.sort(key=lambda b: (b["lead"]["recoverable"] is True, b["first_seen"] is None, b["first_seen"] or "",
+    # Bursts holding something not known to be recoverable first; then in time order (untimed
+    # last), so the story reads forward.
+    out.sort(key=lambda b: (not b["severe"], b["first_seen"] is None, b["first_seen"] or "",
                             b["source"], b["lines"][0]))
-    for b in out:
-        b["also"] = [{"code": c, "name": n, "api": a or None} for c, n, a in b["also"]]
     return out

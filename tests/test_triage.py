@@ -18,9 +18,11 @@ def test_bursts_leads_and_echoes(rules):
     summary = summarize(findings, rules)
     assert summary["findings"] == 5
     first, second = summary["bursts"]
-    # The non-recoverable burst (a transfer timeout: relink) comes first even though it is later.
+    # The burst holding a specific code that is not recoverable (a transfer timeout: relink)
+    # comes first even though it is later; LLM_FAILED echoes do not make a burst severe.
     assert first["lead"]["api"] == "PullKvBlocks" and first["lead"]["action"] == "relink"
-    assert first["also"] == [{"code": "0x5010B002", "name": "LLM_KV_CACHE_NOT_EXIST", "api": "PullKvBlocks"}]
+    assert first["also"] == [{"code": "0x5010B002", "name": "LLM_KV_CACHE_NOT_EXIST", "api": "PullKvBlocks",
+                              "line": 6, "action": "check-cache", "recoverable": True}]
     assert second["lead"]["name"] == "LLM_WAIT_PROC_TIMEOUT" and second["lead"]["action"] == "retry"
     assert second["echoes"] == 2 and second["lines"] == [1, 3]
 

@@ -8,10 +8,15 @@ def describe_code(code: str, name: str | None) -> str:
 
 
 def short_source(source: str, width: int) -> str:
-    """A path that fits `width`: keep the end (file and archive member names matter most)."""
+    """A path that fits `width`: the file (or member) name in full, with as much of the start
+    (the bundle or node) as fits, the middle elided."""
     if len(source) <= width:
         return source
-    return "…" + source[-(width - 1):]
+    tail = source[-(width * 2 // 3):]
+    cut = min((i for i in (tail.find("/"), tail.find("!")) if i > 0), default=0)
+    tail = tail[cut:]  # start the tail at a path boundary
+    head = source[: max(0, width - len(tail) - 1)]
+    return head + "…" + tail
 
 
 def describe_api(api: str | None, evidence: str | None, api_line: int | None = None) -> str:
@@ -54,3 +59,17 @@ def inputs_line(analysis) -> str:
 def describe_causes(causes: list[dict]) -> str:
     """`hccl 9 (HCCL timeout) at line 55; runtime 507046 (stream sync timeout) at line 67`."""
     return "; ".join(f"{c['family']} {c['code']} ({c['meaning']}) at line {c['line']}" for c in causes)
+
+
+def describe_also(also: list[dict]) -> str:
+    """The other codes of a burst, each with its own action when it differs."""
+    items = []
+    for a in also:
+        text = a["name"] or f"unknown {a['code']}"
+        if a["api"]:
+            text += f" from {a['api']}"
+        text += f" -> {a['action']}"
+        if a["recoverable"] is False:
+            text += " (NOT recoverable)"
+        items.append(text)
+    return ", ".join(items)

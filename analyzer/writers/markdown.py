@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .common import describe_api, describe_causes, describe_code, inputs_line, recoverable_word
+from .common import describe_also, describe_api, describe_causes, describe_code, inputs_line, recoverable_word
 
 MAX_FINDINGS = 1000
 
@@ -36,16 +36,16 @@ def render(analysis) -> str:
                    f"{_cell(describe_api(lead['api'], lead['api_evidence']))}, "
                    + (f"node {_cell(b['node'])}, " if b["node"] else "")
                    + f"`{_cell(b['source'])}:{lead['line']}`"
-                   + (f" at {b['first_seen']}" if b["first_seen"] else "")
+                   + (f" at {lead['timestamp']}" if lead["timestamp"] else "")
                    + f", {recoverable_word(lead['recoverable'])}.")
         if b["causes"]:
             out.append("   Likely cause: " + _cell(describe_causes(b["causes"])) + ".")
         out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
         notes = []
         if b["echoes"]:
-            notes.append(f"{b['echoes']} generic LLM_FAILED echo(es)")
+            notes.append(f"{b['echoes']} generic LLM_FAILED echo{'es' if b['echoes'] != 1 else ''}")
         if b["also"]:
-            notes.append("also " + ", ".join(a["name"] + (f" from {a['api']}" if a["api"] else "") for a in b["also"]))
+            notes.append("also " + describe_also(b["also"]))
         if notes:
             out.append(f"   {_cell('; '.join(notes))}.")
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .common import describe_api, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
+from .common import describe_also, describe_api, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
 
 WIDTH = 80
 MAX_BURSTS = 25
@@ -44,10 +44,10 @@ def render(analysis) -> str:
         where = short_source(burst["source"], WIDTH - 4 - len(span)) + span
         if burst["node"] and burst["node"] not in burst["source"]:
             where = f"{burst['node']}: {where}"
-        out += _wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
-                     f"{describe_api(lead['api'], lead['api_evidence'])}", "", WIDTH)
+        out += textwrap.wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
+                             f"{describe_api(lead['api'], lead['api_evidence'])}", WIDTH, subsequent_indent="    ")
         out += _wrap(where, "    ")
-        out += _wrap(f"{burst['first_seen'] or 'no timestamp'}, line {lead['line']}, "
+        out += _wrap(f"line {lead['line']}, {lead['timestamp'] or 'no timestamp'}, "
                      f"{recoverable_word(lead['recoverable'])}", "    ")
         if burst["causes"]:
             out += _wrap("likely cause: " + describe_causes(burst["causes"]), "    ")
@@ -57,10 +57,9 @@ def render(analysis) -> str:
         if burst["echoes"]:
             extra.append(f"{burst['echoes']} generic LLM_FAILED echo{'es' if burst['echoes'] != 1 else ''}")
         if burst["also"]:
-            extra.append("also " + ", ".join((a["name"] if a["name"] != "unknown" else f"unknown {a['code']}")
-                                             + (f" from {a['api']}" if a["api"] else "") for a in burst["also"]))
+            extra.append("also " + describe_also(burst["also"]))
         if extra:
-            out += _wrap("+ " + "; ".join(extra), "    ")
+            out += textwrap.wrap("+ " + "; ".join(extra), WIDTH, initial_indent="    ", subsequent_indent="      ")
     if len(bursts) > MAX_BURSTS:
         out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
 
@@ -71,14 +70,16 @@ def render(analysis) -> str:
                      f"({node['unrecoverable']} not known recoverable; {kinds})", "  ")
 
     out += ["", "Codes by API"]
-    out.append(f"{'count':>5}  {'code':<10}  {'name':<26}  {'api':<15}  action")
+    out.append(f"{'count':>5}  {'code':<31}  {'api':<17}  action [rule]")
     for row in s["codes"]:
-        name = (row["name"] or "unknown")[:26]
-        out.append(f"{row['count']:>5}  {row['code']:<10}  {name:<26}  {(row['api'] or '-')[:15]:<15}  {row['action']}")
+        name = row["name"] or f"unknown {row['code']}"
+        out += textwrap.wrap(f"{row['count']:>5}  {name:<31}  {row['api'] or '-':<17}  {row['action']} [{row['rule']}]",
+                             WIDTH, subsequent_indent=" " * 59)
 
     out += ["", "Findings"]
     for f in analysis.findings[:MAX_FINDINGS]:
-        out += _wrap(f"{short_source(f.source, 44)}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}", "",)
+        out += textwrap.wrap(f"{short_source(f.source, 44)}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}",
+                             WIDTH, subsequent_indent="    ")
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"... {len(analysis.findings) - MAX_FINDINGS} more findings (see --format json)")
     return "\n".join(out) + "\n"
