@@ -161,7 +161,7 @@ def _gate(analysis, fail_on: str) -> bool:
     return bool(analysis.findings)
 
 
-@cli.command()
+@cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @rules_option

@@ -7,8 +7,9 @@ from .errors import InputError
 from .rules import Rule, RuleSet
 
 
-def explain(token: str, rules: RuleSet) -> dict:
+def explain(token: str, rules: RuleSet | None = None) -> dict:
     """Meaning, recoverability and every context rule for a code given as hex, decimal or name."""
+    rules = rules or RuleSet.load()
     resolved = rules.catalog.lookup(token)
     if resolved is None and token.strip().upper().removeprefix("LLMSTATUSCODE.") in ("LLM_SUCCESS", "0", "0X0"):
         raise InputError(f"{token!r} is LLM_SUCCESS (0): success, not a fault")

@@ -142,6 +142,7 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
                 yield from visit(path)
             elif stat.S_ISREG(est.st_mode):
                 yield Source(path, path, est.st_size, est.st_mtime)
-            # sockets, fifos and devices inside a tree are not logs: passed over silently
+            else:  # a FIFO could block forever; sockets and devices are not logs
+                skipped.append(Skipped(path, "not a regular file"))
 
     yield from visit(root)

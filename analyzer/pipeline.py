@@ -104,7 +104,7 @@ class Engine:
                 findings.append(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
-            stats.skipped.append(Skipped(name, f"read error after {counts.lines} lines: {_reason(exc)}"))
+            stats.skipped.append(Skipped(name, f"stopped after {counts.lines} lines: {_reason(exc)}"))
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
@@ -453,12 +453,15 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
     The result is the same whatever `jobs` is."""
     from .triage import summarize  # pandas is imported only when a summary is built
 
+    if isinstance(paths, (str, Path)):
+        paths = [paths]  # one path, not its characters
+    paths = [str(p) for p in paths]
     options = options or Options()
     progress = progress or Progress()
     ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
     skipped: list[Skipped] = []
     excluded: list[str] = []
-    sources = list(iter_sources(list(paths), skipped, options.selection, excluded))
+    sources = list(iter_sources(paths, skipped, options.selection, excluded))
     units = plan_units(sources, jobs)
     progress.start(sum(s.size or 0 for s in sources), len(sources))
     results = []

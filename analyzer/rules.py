@@ -134,9 +134,12 @@ class RuleSet:
                     continue
                 sources.append(path)
                 for rule in load_rule_file(path, catalog, apis, builtin=index == 0):
-                    if rule.id in rules and rules[rule.id].origin == str(path):
+                    earlier = rules.get(rule.id)
+                    if earlier is not None and earlier.origin == str(path):
                         raise RuleError(f"{path}: rule {rule.id}: id is defined twice in this file")
-                    rules[rule.id] = rule
+                    if earlier is not None and not earlier.default and earlier.origin.startswith(str(d) + "/"):
+                        raise RuleError(f"{path}: rule {rule.id}: id is also defined in {earlier.origin}")
+                    rules[rule.id] = rule  # a later directory overrides an earlier one
         return cls(catalog, apis, list(rules.values()), sources, neighbours)
 
 
