@@ -14,6 +14,7 @@ import calendar
 import fnmatch
 import io
 import lzma
+import struct
 import re
 import tarfile
 import tempfile
@@ -235,7 +236,7 @@ class Decompressed(io.RawIOBase):
     """
 
     # Compressed bytes fed per call; zstd cannot cap its output per call, so it is fed less.
-    _INPUT = {"gzip": 1 << 16, "bzip2": 1 << 16, "xz": 1 << 16, "zstd": 1 << 13}
+    _INPUT = {"gzip": 1 << 16, "bzip2": 1 << 16, "xz": 1 << 16, "zstd": 1 << 13, "deflate": 1 << 16}
 
     def __init__(self, raw: BinaryIO, kind: str):
         self.raw = raw
@@ -248,6 +249,8 @@ class Decompressed(io.RawIOBase):
     def _new(self):
         if self.kind == "gzip":
             return _zlib.decompressobj(31)
+        if self.kind == "deflate":  # one raw deflate stream (a zip member), nothing after it
+            return zlib.decompressobj(-15)
         if self.kind == "bzip2":
             return bz2.BZ2Decompressor()
         if self.kind == "xz":
@@ -267,8 +270,12 @@ class Decompressed(io.RawIOBase):
     def read(self, size: int = -1) -> bytes:
         size = PIECE if size is None or size < 0 else size
         while True:
+            if self._obj.eof and self.kind == "deflate":
+                return b""
             if self._obj.eof:
-                rest = self._obj.unused_data + self._input
+                # At the end of a stream zlib leaves what follows in unused_data (and, when the
+                # output cap was hit too, the same bytes in unconsumed_tail): take it once.
+                rest = self._obj.unused_data
                 self._input = b""
                 if not rest:
                     rest = self._feed()
@@ -294,6 +301,10 @@ class Decompressed(io.RawIOBase):
                 self._input = getattr(self._obj, "unconsumed_tail", b"")
             if out:
                 return out
+
+    def leftover(self) -> bytes:
+        """Bytes read past the end of a single deflate stream."""
+        return self._obj.unused_data if self._obj.eof else b""
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
@@ -433,7 +444,9 @@ class Unpacker:
             try:
                 archive = zipfile.ZipFile(source)
             except (zipfile.BadZipFile, OSError, ValueError) as exc:
-                self._skip(name, f"not a readable zip archive: {_why(exc)}")
+                # No central directory (a download cut short): walk the local headers instead.
+                self._skip(name, f"zip directory unreadable ({_why(exc)}); members read from their local headers")
+                yield from self._zip_local(name, source, budget, depth)
                 return
             with archive:
                 for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
@@ -464,6 +477,70 @@ class Unpacker:
                                                 mtime=_zip_mtime(info))
         finally:
             source.close()
+
+
+    def _zip_local(self, name: str, source: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
+        """Members of a zip without its central directory, in file order, from the local file
+        headers: stored and deflated members; the first one that cannot be delimited ends it."""
+        source.seek(0)
+        while True:
+            header = source.read(30)
+            if len(header) < 30 or header[:4] != b"PK\x03\x04":
+                return
+            flags, method, csize, nlen, xlen = (struct.unpack("<H", header[6:8])[0], struct.unpack("<H", header[8:10])[0],
+                                                struct.unpack("<I", header[18:22])[0],
+                                                *struct.unpack("<HH", header[26:30]))
+            raw_name = source.read(nlen)
+            source.read(xlen)
+            child = f"{name}!{_clean_member(raw_name.decode('utf-8' if flags & 0x800 else 'cp437', 'replace'))}"
+            sized = not flags & 0x8  # else the sizes come after the data
+            if flags & 0x1 or method not in (0, 8) or (method == 0 and not sized):
+                reason = "encrypted zip member" if flags & 0x1 else f"zip member with compression method {method}"
+                self._skip(child, reason)
+                if not sized:
+                    return
+                source.seek(csize, io.SEEK_CUR)
+                continue
+            if child.endswith("/"):
+                source.seek(csize if sized else 0, io.SEEK_CUR)
+                continue
+            start = source.tell()
+            body: BinaryIO = _Window(source, csize) if method == 0 else Decompressed(source, "deflate")
+            if not self.selection.excluded(child):
+                yield from self._member(child, body, budget, depth, piece=PIECE)
+            else:
+                self.excluded += 1
+            if method == 8:
+                try:  # finish the member (also when excluded or cut off) to find the next header
+                    while body.read(1 << 20):
+                        pass
+                except READ_ERRORS:
+                    return
+                source.seek(-len(body.leftover()), io.SEEK_CUR)
+            else:
+                source.seek(start + csize)
+            if not sized:  # data descriptor: optional signature, crc, sizes
+                tail = source.read(16)
+                skip = 16 if tail[:4] == b"PK\x07\x08" else 12
+                source.seek(skip - len(tail), io.SEEK_CUR)
+
+
+class _Window(io.RawIOBase):
+    """`size` bytes of a stream from where it stands."""
+
+    def __init__(self, stream: BinaryIO, size: int):
+        self.stream, self.remaining = stream, size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.stream.read(size) if size > 0 else b""
+        self.remaining -= len(data)
+        if size and not data:
+            raise EOFError("zip member data ends early")
+        return data
 
 
 class _TarMember(io.RawIOBase):

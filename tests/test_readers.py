@@ -426,3 +426,38 @@ def test_split_cuts_skip_a_huge_line(tmp_path):
     assert cuts[0] == 0 and cuts[-1] == len(data) and cuts == sorted(cuts)
     assert all(data[c - 1:c] == b"\n" for c in cuts[1:-1])
     assert len(cuts) == 4  # the cut that fell inside the NUL run was dropped
+
+
+def test_truncated_zip_keeps_its_complete_members(tmp_path):
+    data = zip_bytes({"a.log": LOG, "b.log": LOG * 3, "c.log": LOG * 2000})
+    path = tmp_path / "cut.zip"
+    path.write_bytes(data[: len(data) * 8 // 10])  # no central directory any more
+    result = scan(path)
+    by_member = {}
+    for f in result.findings:
+        by_member.setdefault(f.source.rsplit("!", 1)[1], []).append(f.line)
+    assert by_member["a.log"] == [2] and by_member["b.log"] == [2, 4, 6]
+    assert 100 < len(by_member.get("c.log", [])) < 2000  # what was there before the cut
+    reasons = [s.reason for s in result.inputs.skipped]
+    assert any("members read from their local headers" in r for r in reasons)
+    assert any(s.source.endswith("!c.log") for s in result.inputs.skipped)
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 200_000), min_size=1, max_size=6), piece=st.integers(1, 70_000),
+       kind=st.sampled_from(["gz", "bz2", "xz", "zst"]))
+def test_property_concatenated_streams_round_trip(sizes, piece, kind):
+    from analyzer.readers import Decompressed
+
+    parts = [bytes([65 + i % 26]) * n + b"\n" for i, n in enumerate(sizes)]
+    compress = COMPRESSORS["gz" if kind == "gz" else kind]
+    data = b"".join(compress(p) for p in parts)
+    reader = Decompressed(io.BytesIO(data), {"gz": "gzip", "bz2": "bzip2", "xz": "xz", "zst": "zstd"}[kind])
+    out = []
+    while chunk := reader.read(piece):
+        out.append(chunk)
+    assert b"".join(out) == b"".join(parts)
