@@ -245,6 +245,8 @@ class Decompressed(io.RawIOBase):
         self._obj = self._new()
         self._input = b""
         self._flushed = False
+        self._capped = False  # the last call returned as much as it was allowed to
+        self._pending_error: BaseException | None = None
 
     def _new(self):
         if self.kind == "gzip":
@@ -285,20 +287,38 @@ class Decompressed(io.RawIOBase):
                 self._input = rest
                 continue
             data, self._input = self._input, b""
+            if not data and self._capped and self.kind != "zstd":
+                # The last call hit the output cap: inflate may still hold output (ISA-L keeps
+                # it inside, not in unconsumed_tail). Drain it before asking for more input.
+                out = self._obj.decompress(b"", size)
+                self._capped = len(out) >= size
+                if out:
+                    return out
             if not data and getattr(self._obj, "needs_input", True):
-                data = self._feed()
+                if self._pending_error is not None:
+                    error, self._pending_error = self._pending_error, None
+                    raise error
+                try:
+                    data = self._feed()
+                except Exception as exc:  # noqa: BLE001 - the layer below broke: flush, then fail
+                    self._pending_error = exc
+                    data = b""
                 if not data:
-                    # Truncated: hand out what inflate still holds, then say so.
+                    # Cut off: hand out what inflate still holds, then say so.
                     tail = b"" if self._flushed or not hasattr(self._obj, "flush") else self._obj.flush()
                     self._flushed = True
                     if tail:
                         return tail
+                    if self._pending_error is not None:
+                        error, self._pending_error = self._pending_error, None
+                        raise error
                     raise EOFError("compressed file ended before the end-of-stream marker was reached")
             if self.kind == "zstd":
                 out = self._obj.decompress(data)
             else:
                 out = self._obj.decompress(data, size)
                 self._input = getattr(self._obj, "unconsumed_tail", b"")
+                self._capped = len(out) >= size
             if out:
                 return out
 
@@ -350,7 +370,7 @@ class Unpacker:
         yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
 
     def _skip(self, name: str, reason: str) -> None:
-        self.skipped.append(Skipped(name, reason))
+        self.skipped.append(Skipped(_printable(name), reason))
 
     def _expand(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
         if depth > MAX_DEPTH:
@@ -382,6 +402,16 @@ class Unpacker:
 
     # -- tar ------------------------------------------------------------------------------
     def _tar(self, name: str, stream: SafeStream, budget: Budget, depth: int) -> Iterator[Leaf]:
+        # tarfile reads whole 10 kB records and drops a partial one when the stream below breaks;
+        # a break is turned into an end of data here, so the member in reading keeps its bytes.
+        soft = _SoftEnd(stream)
+        try:
+            yield from self._tar_members(name, soft, budget, depth)
+        finally:
+            if soft.error is not None:
+                self._skip(name, f"archive ends early: {_why(soft.error)}")
+
+    def _tar_members(self, name: str, stream: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
         try:
             # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
             # corrupt header to the next good one; the gap is reported below.
@@ -395,7 +425,7 @@ class Unpacker:
                 try:
                     member = archive.next()
                 except READ_ERRORS as exc:
-                    if not budget.broken:  # not already reported by the member that broke
+                    if not budget.broken and stream.error is None:  # not already reported
                         self._skip(name, f"archive is truncated or corrupt after offset {expected}: {_why(exc)}")
                     return
                 if member is None:
@@ -492,6 +522,8 @@ class Unpacker:
                                                 *struct.unpack("<HH", header[26:30]))
             raw_name = source.read(nlen)
             source.read(xlen)
+            if len(raw_name) < nlen or any(b < 32 for b in raw_name) or flags & ~0x0FFF:
+                return  # not a member header after all: garbage after a "PK" signature
             child = f"{name}!{_clean_member(raw_name.decode('utf-8' if flags & 0x800 else 'cp437', 'replace'))}"
             sized = not flags & 0x8  # else the sizes come after the data
             if flags & 0x1 or method not in (0, 8) or (method == 0 and not sized):
@@ -523,6 +555,26 @@ class Unpacker:
                 tail = source.read(16)
                 skip = 16 if tail[:4] == b"PK\x07\x08" else 12
                 source.seek(skip - len(tail), io.SEEK_CUR)
+
+
+class _SoftEnd(io.RawIOBase):
+    """Reads a stream until it breaks; the break reads as the end of the data, and is kept."""
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.error: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self.error is not None:
+            return b""
+        try:
+            return self.stream.read(size)
+        except READ_ERRORS as exc:
+            self.error = exc
+            return b""
 
 
 class _Window(io.RawIOBase):
@@ -567,6 +619,12 @@ class _TarMember(io.RawIOBase):
             raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
         self.remaining -= len(data)
         return data
+
+
+def _printable(name: str, limit: int = 300) -> str:
+    """A member name fit for a one-line message: control characters shown as `?`, clipped."""
+    clean = "".join("?" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in name)
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> float | None:

@@ -116,7 +116,9 @@ def test_truncated_tar_gz_member(tmp_path):
     path.write_bytes(data[: len(data) - 40])
     result = scan(path)
     assert (f"{path}!a.log", 2, "0x5010B001") in where(result)
-    assert [s.source for s in result.inputs.skipped] == [f"{path}!b.log"]
+    # The member that was cut, and the archive that ends early (with the real reason).
+    assert sorted(s.source for s in result.inputs.skipped) == [str(path), f"{path}!b.log"]
+    assert any("end-of-stream" in s.reason for s in result.inputs.skipped)
 
 
 def test_corrupt_tar_member_is_skipped_and_the_rest_scanned(tmp_path):
@@ -264,6 +266,18 @@ def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
 def test_stdin_gzip(monkeypatch):
     result = CliRunner().invoke(cli, ["scan", "-", "--format", "json"], input=gzip.compress(LOG))
     assert json.loads(result.stdout)["findings"][0]["source"] == "-"
+
+
+def test_truncated_nested_archive_keeps_the_lines_of_the_inner_member(tmp_path):
+    plog = b"".join(b"%d ret = 0x5010B009\n" % i for i in range(300))
+    inner = gzip.compress(tar_bytes({"plog/plog-1_20251203.log": plog}), mtime=0)
+    outer = gzip.compress(tar_bytes({"node-a/plog.tar.gz": inner}), mtime=0)
+    path = tmp_path / "node-a.tar.gz"
+    path.write_bytes(outer[: len(outer) * 6 // 10])
+    result = scan(path)
+    lines = [f.line for f in result.findings]
+    assert lines == list(range(1, len(lines) + 1)) and len(lines) >= 50
+    assert result.findings[0].source == f"{path}!node-a/plog.tar.gz!plog/plog-1_20251203.log"
 
 
 def test_truncated_plain_tar_keeps_the_partial_member(tmp_path):
