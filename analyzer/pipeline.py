@@ -62,8 +62,9 @@ class Engine:
         self.matcher = CodeMatcher(self.rules.catalog)
         self.resolver = ApiResolver(self.rules.apis)
         self.neighbours = self.rules.neighbours
-        literals = self.matcher.literals + tuple(lit.encode() for lit in self.neighbours.literals)
-        self.prefilter = Prefilter(literals, self.options.prefilter)
+        # Neighbour errors are looked for only in the few lines before a finding: their short,
+        # digit-heavy literals would slow the prefilter three times over on every byte.
+        self.prefilter = Prefilter(self.matcher.literals, self.options.prefilter)
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats) -> list[Finding]:
@@ -116,22 +117,19 @@ class Engine:
         layout = layout_of(name)
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
         recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
-        # Neighbour-family errors seen lately (HCCL, runtime, ...): the likely causes of what follows.
-        causes: deque[tuple[int, int, str | None, tuple[str, str, str]]] = deque(maxlen=32)
         last_line = -(1 << 62)  # line of the previous finding: causes before it were its own
         if history:
-            last_line = self._seed_recent(history, recent, causes, year)
+            last_line = self._seed_recent(history, recent, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):
             text = cand.text()
             hits = self.matcher.find(text)
-            events = self.neighbours.find(text)
-            if events:
-                pid = parse_header(text, year).pid
-                causes.extend((cand.line_no, cand.offset, pid, e) for e in events)
             if not hits:
                 continue
             headers = record_headers(text, year)
             lookback = _memo(cand.lookback)
+            # Neighbour-family errors (HCCL, runtime, ...) between the previous finding and this
+            # line: the likely causes of what this line reports.
+            events = self._neighbour_events(text, cand.line_no, lookback, last_line, year)
 
             def nearby_text():  # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
@@ -147,7 +145,7 @@ class Engine:
                 if hit.value != GENERIC_FAILED:
                     recent.append((cand.line_no, cand.offset, header))
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
-                before = _causes_before(causes, cand, header.pid, last_line) if causes else ()
+                before = tuple(e[:4] for e in events if not header.pid or not e[4] or e[4] == header.pid)
                 last_line = cand.line_no
                 hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
                 code = self.rules.catalog.get(hit.value)
@@ -171,17 +169,27 @@ class Engine:
         line or its traceback (not a nearby line) whose name other components do not use."""
         return bool(ctx.api) and ctx.evidence != "nearby" and ctx.api not in self.rules.apis.shared
 
-    def _seed_recent(self, history: bytes, recent: deque, causes: deque, year: int | None) -> int:
-        """Specific codes and neighbour errors in the bytes before a parallel range, so that
-        echoes and causes right after the range start are seen exactly as in a sequential scan.
-        Returns the line of the last code there (relative to the range)."""
+    def _neighbour_events(self, text: str, line_no: int, lookback, after_line: int, year) -> list[tuple]:
+        """(line, family, code, meaning, pid) of neighbour errors on this line and on the lines
+        before it that come after the previous finding, at most CAUSE_LINES back."""
+        lines = [(n, t) for n, t in lookback()[-CAUSE_LINES:] if n > after_line] + [(line_no, text)]
+        events = []
+        for n, t in lines:
+            found = self.neighbours.find(t)
+            if found:
+                pid = parse_header(t, year).pid
+                events.extend((n, family, code, meaning, pid) for family, code, meaning in found)
+        return events
+
+    def _seed_recent(self, history: bytes, recent: deque, year: int | None) -> int:
+        """Specific codes in the bytes before a parallel range, so that echoes right after the
+        range start are recognised exactly as in a sequential scan. Returns the line of the last
+        code there (relative to the range), which bounds the first finding's causes."""
         lines = history.count(b"\n")
         last_line = -(1 << 62)
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
             text = cand.text()
             line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
-            for event in self.neighbours.find(text):
-                causes.append((line_no, offset, parse_header(text, year).pid, event))
             for hit in self.matcher.find(text):
                 last_line = line_no
                 if hit.value != GENERIC_FAILED:
@@ -201,21 +209,6 @@ def _time_before(earlier, header: Header, year: int | None) -> tuple[str | None,
 
 
 CAUSE_LINES = 15  # how far before a finding a neighbour error still counts as its likely cause
-
-
-def _causes_before(causes: deque, cand, pid: str | None, after_line: int) -> tuple:
-    """Neighbour errors of the same process in the lines just before (or on) the finding's line,
-    and after the previous finding (whose causes they were)."""
-    found = []
-    for line_no, offset, event_pid, (family, code, meaning) in causes:
-        if line_no <= after_line and line_no != cand.line_no:
-            continue
-        if cand.line_no - line_no > CAUSE_LINES or cand.offset - offset > HISTORY_BYTES:
-            continue
-        if pid and event_pid and pid != event_pid:
-            continue
-        found.append((line_no, family, code, meaning))
-    return tuple(found)
 
 
 def _memo(fn: Callable[[], list]) -> Callable[[], list]:
