@@ -15,6 +15,20 @@ from .catalog import read_yaml
 from .errors import RuleError
 
 
+def _literal_db(literals: tuple[bytes, ...]):
+    """A hyperscan database of the literals (one call tests all of them), or None without it."""
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - depends on the platform
+        return None
+    if not literals:
+        return None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[b"".join(b"\\x%02x" % b for b in lit) for lit in literals],
+               ids=list(range(len(literals))), flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(literals))
+    return db
+
+
 @dataclass(frozen=True, slots=True)
 class Family:
     id: str
@@ -30,10 +44,23 @@ class NeighbourMatcher:
     def __init__(self, families: list[Family]):
         self.families = families
         self.literals = tuple(dict.fromkeys(lit for f in families for lit in f.literals))
+        self._raw_literals = tuple(lit.encode() for lit in self.literals)
+        self._db = _literal_db(self._raw_literals)
 
-    def find(self, line: str) -> list[tuple[str, str, str]]:
+    def families_in(self, raw: bytes) -> list[Family]:
+        """The families whose literals occur in some undecoded text: a cheap test before `find`
+        that also narrows what `find` tries."""
+        if self._db is not None:
+            ids: set[int] = set()
+            self._db.scan(raw, match_event_handler=lambda i, *_: ids.add(i))
+            present = {self.literals[i] for i in ids}
+        else:
+            present = {lit for lit, raw_lit in zip(self.literals, self._raw_literals) if raw_lit in raw}
+        return [f for f in self.families if present.intersection(f.literals)] if present else []
+
+    def find(self, line: str, families: list[Family] | None = None) -> list[tuple[str, str, str]]:
         out = []
-        for family in self.families:
+        for family in self.families if families is None else families:
             if not any(lit in line for lit in family.literals):
                 continue
             for m in family.pattern.finditer(line):

@@ -129,7 +129,7 @@ class Engine:
             lookback = _memo(cand.lookback)
             # Neighbour-family errors (HCCL, runtime, ...) between the previous finding and this
             # line: the likely causes of what this line reports.
-            events = self._neighbour_events(text, cand.line_no, lookback, last_line, year)
+            events = self._neighbour_events(cand, text, lookback, last_line, year)
 
             def nearby_text():  # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
@@ -169,13 +169,17 @@ class Engine:
         line or its traceback (not a nearby line) whose name other components do not use."""
         return bool(ctx.api) and ctx.evidence != "nearby" and ctx.api not in self.rules.apis.shared
 
-    def _neighbour_events(self, text: str, line_no: int, lookback, after_line: int, year) -> list[tuple]:
+    def _neighbour_events(self, cand, text: str, lookback, after_line: int, year) -> list[tuple]:
         """(line, family, code, meaning, pid) of neighbour errors on this line and on the lines
         before it that come after the previous finding, at most CAUSE_LINES back."""
-        lines = [(n, t) for n, t in lookback()[-CAUSE_LINES:] if n > after_line] + [(line_no, text)]
+        span = min(CAUSE_LINES, cand.line_no - after_line - 1)
+        families = self.neighbours.families_in(cand.raw_before(span) + cand.raw)
+        if not families:
+            return []  # the usual case: nothing to decode
+        lines = [(n, t) for n, t in lookback()[-CAUSE_LINES:] if n > after_line] + [(cand.line_no, text)]
         events = []
         for n, t in lines:
-            found = self.neighbours.find(t)
+            found = self.neighbours.find(t, families)
             if found:
                 pid = parse_header(t, year).pid
                 events.extend((n, family, code, meaning, pid) for family, code, meaning in found)

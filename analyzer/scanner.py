@@ -46,6 +46,19 @@ class Candidate:
     def text(self) -> str:
         return decode(self.raw)
 
+    def raw_before(self, limit: int) -> bytes:
+        """The undecoded bytes of up to `limit` lines before this one (same bounds as lookback):
+        cheap to test for literals before anything is decoded."""
+        floor = max(0, self._start - HISTORY_BYTES)
+        begin, line_no = self._start, self.line_no
+        while begin > floor and limit > 0 and line_no > self._first_line_no:
+            begin = self._buf.rfind(b"\n", floor, begin - 1) + 1
+            if begin == 0 and floor > 0:
+                begin = floor
+            limit -= 1
+            line_no -= 1
+        return self._buf[begin:self._start]
+
     def lookback(self, limit: int = LOOKBACK_LINES) -> Sequence[tuple[int, str]]:
         """Up to `limit` earlier lines (line number, text), oldest first, from this block and
         the history carried over from the previous one."""
