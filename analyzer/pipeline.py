@@ -131,7 +131,7 @@ class Engine:
             # line: the likely causes of what this line reports.
             events = self._neighbour_events(cand, text, lookback, last_line, year)
 
-            def nearby_text():  # the burst a `nearby:` rule looks at
+            def nearby_text(lookback=lookback, text=text):  # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
 
             for hit in hits:
