@@ -118,6 +118,7 @@ class Engine:
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
         recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
         last_line = -(1 << 62)  # line of the previous finding: causes before it were its own
+        last_end = -(1 << 62)  # stream offset where that line ends
         if history:
             last_line = self._seed_recent(history, recent, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):
@@ -129,7 +130,7 @@ class Engine:
             lookback = _memo(cand.lookback)
             # Neighbour-family errors (HCCL, runtime, ...) between the previous finding and this
             # line: the likely causes of what this line reports.
-            events = self._neighbour_events(cand, text, lookback, last_line, year)
+            events = self._neighbour_events(cand, text, lookback, last_line, last_end, year)
 
             def nearby_text(lookback=lookback, text=text):  # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
@@ -147,6 +148,7 @@ class Engine:
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
                 before = tuple(e[:4] for e in events if not header.pid or not e[4] or e[4] == header.pid)
                 last_line = cand.line_no
+                last_end = cand.offset + len(cand.raw)
                 hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
@@ -169,11 +171,14 @@ class Engine:
         line or its traceback (not a nearby line) whose name other components do not use."""
         return bool(ctx.api) and ctx.evidence != "nearby" and ctx.api not in self.rules.apis.shared
 
-    def _neighbour_events(self, cand, text: str, lookback, after_line: int, year) -> list[tuple]:
+    def _neighbour_events(self, cand, text: str, lookback, after_line: int, after_offset: int, year) -> list[tuple]:
         """(line, family, code, meaning, pid) of neighbour errors on this line and on the lines
         before it that come after the previous finding, at most CAUSE_LINES back."""
         span = min(CAUSE_LINES, cand.line_no - after_line - 1)
-        families = self.neighbours.families_in(cand.raw_before(span) + cand.raw)
+        # The bytes since the previous finding when that is close (no line walking needed); a
+        # longer stretch than CAUSE_LINES only widens this pre-test, not the result.
+        since = cand.raw_since(after_offset) if 0 <= cand.offset - after_offset <= 4096 else None
+        families = self.neighbours.families_in((cand.raw_before(span) if since is None else since) + cand.raw)
         if not families:
             return []  # the usual case: nothing to decode
         lines = [(n, t) for n, t in lookback()[-CAUSE_LINES:] if n > after_line] + [(cand.line_no, text)]
@@ -414,20 +419,23 @@ def _run_in_worker(unit: WorkUnit):
     return run_unit(_WORKER, unit)
 
 
-def _merge(units: list[WorkUnit], results) -> tuple[list[Finding], InputStats]:
-    """Combine unit results; shift range line numbers by the lines of the ranges before."""
+def _merge(units: list[WorkUnit], results: list) -> tuple[list[Finding], InputStats]:
+    """Combine unit results (consuming them, so a big result is not held twice); shift range
+    line numbers by the lines of the ranges before."""
     stats, findings = InputStats(), []
     shift, previous = 0, None
-    for unit, (found, unit_stats) in zip(units, results):
+    results.reverse()
+    for unit in units:
+        found, unit_stats = results.pop()
         if unit.end is not None:
             if previous is not unit.source:
                 shift, previous = 0, unit.source
                 stats.files += 1
             if shift:
-                found = [f._replace(line=f.line + shift,
-                                    api_line=None if f.api_line is None else f.api_line + shift,
-                                    causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
-                         for f in found]
+                for i, f in enumerate(found):
+                    found[i] = f._replace(line=f.line + shift,
+                                          api_line=None if f.api_line is None else f.api_line + shift,
+                                          causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
             shift += unit_stats.lines
         findings.extend(found)
         stats.add(unit_stats)

@@ -46,6 +46,13 @@ class Candidate:
     def text(self) -> str:
         return decode(self.raw)
 
+    def raw_since(self, offset: int) -> bytes | None:
+        """The undecoded bytes from stream offset `offset` up to this line, when still held."""
+        begin = self._start - (self.offset - offset)
+        if begin < max(0, self._start - HISTORY_BYTES) or begin > self._start:
+            return None
+        return self._buf[begin:self._start]
+
     def raw_before(self, limit: int) -> bytes:
         """The undecoded bytes of up to `limit` lines before this one (same bounds as lookback):
         cheap to test for literals before anything is decoded."""
