@@ -19,7 +19,7 @@ _TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
 _TRACEBACK_START = "Traceback (most recent call last)"
 # A line that says it belongs to LLM-DataDist even without an API name in it.
-_LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|h)\b|data_cache_engine|\bhixl\b|kv_?cache|LLMStatusCode|LLMException")
+_LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|h)\b|data_cache_engine|\bhixl\b|LLMStatusCode|LLMException")
 
 Lookback = Callable[[], Sequence[tuple[int, str]]]
 

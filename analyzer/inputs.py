@@ -18,7 +18,7 @@ from typing import BinaryIO, Iterator
 
 from .errors import InputError
 from .records import Skipped
-from .readers import Selection
+from .readers import Selection, printable
 
 _YEAR_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 
@@ -97,17 +97,17 @@ def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection 
         try:
             st = os.stat(raw)
         except FileNotFoundError:
-            skipped.append(Skipped(raw, "no such file or directory"))
+            skipped.append(Skipped(printable(raw), "no such file or directory"))
             continue
         except OSError as exc:
-            skipped.append(Skipped(raw, exc.strerror or str(exc)))
+            skipped.append(Skipped(printable(raw), exc.strerror or str(exc)))
             continue
         if stat.S_ISDIR(st.st_mode):
             yield from _walk(raw, skipped, selection, excluded)
         elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            yield Source(raw, raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime)
+            yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime)
         else:
-            skipped.append(Skipped(raw, "not a regular file"))
+            skipped.append(Skipped(printable(raw), "not a regular file"))
 
 
 def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
@@ -117,7 +117,7 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
         try:
             st = os.stat(directory)
         except OSError as exc:
-            skipped.append(Skipped(directory, exc.strerror or str(exc)))
+            skipped.append(Skipped(printable(directory), exc.strerror or str(exc)))
             return
         key = (st.st_dev, st.st_ino)
         if key in seen:
@@ -126,7 +126,7 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as exc:
-            skipped.append(Skipped(directory, exc.strerror or str(exc)))
+            skipped.append(Skipped(printable(directory), exc.strerror or str(exc)))
             return
         for entry in entries:
             path = os.path.join(directory, entry.name)
@@ -136,13 +136,13 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             try:
                 est = os.stat(path)
             except OSError as exc:
-                skipped.append(Skipped(path, "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))))
+                skipped.append(Skipped(printable(path), "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))))
                 continue
             if stat.S_ISDIR(est.st_mode):
                 yield from visit(path)
             elif stat.S_ISREG(est.st_mode):
-                yield Source(path, path, est.st_size, est.st_mtime)
+                yield Source(printable(path), path, est.st_size, est.st_mtime)
             else:  # a FIFO could block forever; sockets and devices are not logs
-                skipped.append(Skipped(path, "not a regular file"))
+                skipped.append(Skipped(printable(path), "not a regular file"))
 
     yield from visit(root)

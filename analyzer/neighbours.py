@@ -59,16 +59,16 @@ class NeighbourMatcher:
         return [f for f in self.families if present.intersection(f.literals)] if present else []
 
     def find(self, line: str, families: list[Family] | None = None) -> list[tuple[str, str, str]]:
+        """[(family id, code, meaning)] on a line, the first error of each family."""
         out = []
         for family in self.families if families is None else families:
             if not any(lit in line for lit in family.literals):
                 continue
-            for m in family.pattern.finditer(line):
+            m = family.pattern.search(line)
+            if m:
                 code = next((g for g in m.groups() if g), m.group(0))
                 meaning = family.codes.get(code) or family.codes.get(code.upper()) or family.name
-                item = (family.id, code, meaning)
-                if item not in out:
-                    out.append(item)
+                out.append((family.id, code, meaning))
         return out
 
     @classmethod

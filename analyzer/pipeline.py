@@ -117,10 +117,11 @@ class Engine:
         layout = layout_of(name)
         # Specific codes seen lately, to recognise the generic LLM_FAILED echoes that follow them.
         recent: deque[tuple[int, int, Header]] = deque(maxlen=64)
-        last_line = -(1 << 62)  # line of the previous finding: causes before it were its own
-        last_end = -(1 << 62)  # stream offset where that line ends
+        # Per process: the line (and end offset) of its previous specific finding. A lower-level
+        # error before that line was that finding's cause, not a cause of what follows.
+        last_seen: dict[str | None, tuple[int, int]] = {}
         if history:
-            last_line = self._seed_recent(history, recent, year)
+            self._seed_recent(history, recent, last_seen, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):
             text = cand.text()
             hits = self.matcher.find(text)
@@ -128,9 +129,10 @@ class Engine:
                 continue
             headers = record_headers(text, year)
             lookback = _memo(cand.lookback)
-            # Neighbour-family errors (HCCL, runtime, ...) between the previous finding and this
-            # line: the likely causes of what this line reports.
-            events = self._neighbour_events(cand, text, lookback, last_line, last_end, year)
+            # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
+            # finding: the likely causes of what this line reports.
+            after_line, after_end = last_seen.get(headers[0].pid, (-(1 << 62), -(1 << 62)))
+            events = self._neighbour_events(cand, text, lookback, after_line, after_end, year)
 
             def nearby_text(lookback=lookback, text=text):  # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
@@ -145,10 +147,9 @@ class Engine:
                     continue  # the graph engine's own failure, not LLM-DataDist's
                 if hit.value != GENERIC_FAILED:
                     recent.append((cand.line_no, cand.offset, header))
+                    last_seen[headers[0].pid] = (cand.line_no, cand.offset + len(cand.raw))
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
-                before = tuple(e[:4] for e in events if not header.pid or not e[4] or e[4] == header.pid)
-                last_line = cand.line_no
-                last_end = cand.offset + len(cand.raw)
+                before = _causes(events, header, cand.line_no, hit.value)
                 hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
@@ -186,25 +187,24 @@ class Engine:
         for n, t in lines:
             found = self.neighbours.find(t, families)
             if found:
-                pid = parse_header(t, year).pid
-                events.extend((n, family, code, meaning, pid) for family, code, meaning in found)
+                other = parse_header(t, year)
+                events.extend((n, family, code, meaning, other.pid, other.timestamp) for family, code, meaning in found)
         return events
 
-    def _seed_recent(self, history: bytes, recent: deque, year: int | None) -> int:
-        """Specific codes in the bytes before a parallel range, so that echoes right after the
-        range start are recognised exactly as in a sequential scan. Returns the line of the last
-        code there (relative to the range), which bounds the first finding's causes."""
+    def _seed_recent(self, history: bytes, recent: deque, last_seen: dict, year) -> None:
+        """Specific codes in the bytes before a parallel range, so that echoes and causes right
+        after the range start come out exactly as in a sequential scan. (Specific codes are
+        always findings; only they bound causes and start echoes, so nothing here depends on
+        where the range starts.)"""
         lines = history.count(b"\n")
-        last_line = -(1 << 62)
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
             text = cand.text()
             line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
+            headers = record_headers(text, year)
             for hit in self.matcher.find(text):
-                last_line = line_no
                 if hit.value != GENERIC_FAILED:
-                    header = header_for(record_headers(text, year), hit.start)
-                    recent.append((line_no, offset, header))
-        return last_line
+                    recent.append((line_no, offset, header_for(headers, hit.start)))
+                    last_seen[headers[0].pid] = (line_no, offset + len(cand.raw))
 
 
 def _time_before(earlier, header: Header, year: int | None) -> tuple[str | None, bool]:
@@ -220,6 +220,26 @@ def _time_before(earlier, header: Header, year: int | None) -> tuple[str | None,
 CAUSE_LINES = 15  # how far before a finding a neighbour error still counts as its likely cause
 
 
+CAUSE_SECONDS = 30.0  # ... and how long before it
+
+
+def _causes(events: list[tuple], header: Header, line_no: int, value: int) -> tuple:
+    """The events that may have caused a finding: same process, not long before, and not the
+    finding's own number printed on its own line (`LLM_SUSPECT_REMOTE_ERROR: 507057`)."""
+    out = []
+    for n, family, code, meaning, pid, stamp in events:
+        if header.pid and pid and pid != header.pid:
+            continue
+        if n == line_no and code == str(value):
+            continue
+        if header.timestamp and stamp:
+            t0, t1 = _parse_ts(stamp), _parse_ts(header.timestamp)
+            if t0 and t1 and not 0 <= (t1 - t0).total_seconds() <= CAUSE_SECONDS:
+                continue
+        out.append((n, family, code, meaning))
+    return tuple(out)
+
+
 def _memo(fn: Callable[[], list]) -> Callable[[], list]:
     cache: list = []
 
@@ -230,13 +250,18 @@ def _memo(fn: Callable[[], list]) -> Callable[[], list]:
     return get
 
 
+ECHO_SECONDS = 2.0
+
+
 def _echoes(recent: deque, cand, header: Header) -> bool:
-    """A generic failure right after a specific code in the same thread is its echo."""
+    """A generic failure right after a specific code in the same thread (a few lines, a
+    moment) is its echo; a graph-engine failure half a minute later is not."""
     for seen_line, seen_offset, seen_header in reversed(recent):
         if cand.line_no - seen_line > LOOKBACK_LINES or cand.offset - seen_offset > HISTORY_BYTES:
             return False
         if same_thread(header, seen_header):
-            return True
+            t0, t1 = _parse_ts(seen_header.timestamp), _parse_ts(header.timestamp)
+            return not (t0 and t1 and abs((t1 - t0).total_seconds()) > ECHO_SECONDS)
     return False
 
 

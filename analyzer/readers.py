@@ -370,7 +370,7 @@ class Unpacker:
         yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
 
     def _skip(self, name: str, reason: str) -> None:
-        self.skipped.append(Skipped(_printable(name), reason))
+        self.skipped.append(Skipped(printable(name), reason))
 
     def _expand(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
         if depth > MAX_DEPTH:
@@ -436,7 +436,7 @@ class Unpacker:
                 expected = member.offset_data + (-(-member.size // 512) * 512 if member.isreg() else 0)
                 if not member.isreg():
                     continue
-                child = f"{name}!{_clean_member(member.name)}"
+                child = f"{name}!{printable(_clean_member(member.name))}"
                 if self.selection.excluded(child):
                     self.excluded += 1
                     continue
@@ -482,7 +482,7 @@ class Unpacker:
                 for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
                     if info.is_dir():
                         continue
-                    child = f"{name}!{_clean_member(info.filename)}"
+                    child = f"{name}!{printable(_clean_member(info.filename))}"
                     if self.selection.excluded(child):
                         self.excluded += 1
                         continue
@@ -524,7 +524,7 @@ class Unpacker:
             source.read(xlen)
             if len(raw_name) < nlen or any(b < 32 for b in raw_name) or flags & ~0x0FFF:
                 return  # not a member header after all: garbage after a "PK" signature
-            child = f"{name}!{_clean_member(raw_name.decode('utf-8' if flags & 0x800 else 'cp437', 'replace'))}"
+            child = f"{name}!{printable(_clean_member(raw_name.decode('utf-8' if flags & 0x800 else 'cp437', 'replace')))}"
             sized = not flags & 0x8  # else the sizes come after the data
             if flags & 0x1 or method not in (0, 8) or (method == 0 and not sized):
                 reason = "encrypted zip member" if flags & 0x1 else f"zip member with compression method {method}"
@@ -621,8 +621,11 @@ class _TarMember(io.RawIOBase):
         return data
 
 
-def _printable(name: str, limit: int = 300) -> str:
-    """A member name fit for a one-line message: control characters shown as `?`, clipped."""
+def printable(name: str, limit: int = 300) -> str:
+    """A file or member name fit for a report line: bytes that are not UTF-8 (kept by Python as
+    surrogates, e.g. GBK names from a Chinese-locale host) shown as U+FFFD, control characters
+    as `?`, clipped."""
+    name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     clean = "".join("?" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in name)
     return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 

@@ -137,8 +137,8 @@ def _bursts(findings: list[Finding]) -> list[dict]:
             if f is not lead:
                 others.setdefault((f.code, f.api or "", f.action), f)
         stamps = [f.timestamp for f in group if f.timestamp]
-        # Lower-level errors logged just before the burst's findings: the likely root cause.
-        causes = sorted({c for f in group for c in f.causes})[:5]
+        # Lower-level errors logged just before the lead: the likely root cause.
+        causes = list(lead.causes)[:5]
         out.append({
             "source": lead.source,
             "node": lead.node,

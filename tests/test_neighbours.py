@@ -48,3 +48,37 @@ def test_malformed_family_is_named(tmp_path):
     (tmp_path / "neighbours.yaml").write_text("families:\n  - id: x\n    literals: [a]\n    pattern: '('\n")
     with pytest.raises(RuleError, match=r"neighbours.yaml: family x: pattern: invalid regular expression"):
         load_rules(tmp_path)
+
+
+@pytest.mark.parametrize("line", [
+    "[INFO] GE(207001,python3):2025-11-12-03:40:02.1 [a.cc:1]207001 Init: start",
+    "pull done, cache_id=507046, req_id=103902",
+])
+def test_numbers_that_are_not_results_are_not_causes(rules, line):
+    assert rules.neighbours.find(line) == []
+
+
+@pytest.mark.parametrize("line,code", [
+    ("E19999: Inner Error!", "E19999"),
+    ("EZ1001: operator compile failed", "EZ1001"),
+    ("connect failed, errno:111", "errno:111"),
+    ("stream sync failed (507046)", "507046"),
+])
+def test_more_neighbour_forms(rules, line, code):
+    assert code in [c for _, c, _ in rules.neighbours.find(line)]
+
+
+def test_causes_respect_process_time_and_order(rules):
+    text = "\n".join([
+        "[ERROR] HCCL(1,p):2025-11-12-03:40:00.000.001 [h.cc:1] [7][X] call trace: hcclRet -> 9",
+        "[ERROR] HCCL(2,p):2025-11-12-03:40:00.000.002 [h.cc:1] [8][X] call trace: hcclRet -> 12",
+        "[ERROR] GE(2,p):2025-11-12-03:40:00.1 [a.cc:1]8 Link: ErrorNo: 1343270921(local cluster link with remote cluster failed!)",
+        "[ERROR] GE(1,p):2025-11-12-03:40:00.2 [a.cc:1]7 Link: ErrorNo: 1343270921(local cluster link with remote cluster failed!)",
+        "[ERROR] HCCL(1,p):2025-11-12-03:40:00.300.001 [h.cc:1] [7][X] call trace: hcclRet -> 13",
+        "[ERROR] HCCL(1,p):2025-11-12-08:10:00.000.001 [h.cc:1] [7][X] call trace: hcclRet -> 19",
+        "[ERROR] GE(1,p):2025-11-12-08:10:40.0 [a.cc:1]7 Link: ErrorNo: 1343270921(local cluster link with remote cluster failed!)",
+    ])
+    a, b, c = analyze_text(text, rules)
+    assert [x[2] for x in a.causes] == ["12"]  # pid 2's own error only
+    assert [x[2] for x in b.causes] == ["9"]  # pid 1's, though pid 2's finding came between
+    assert c.causes == ()  # hcclRet 19 is 40 s before; hcclRet 13 was after pid 1's last finding

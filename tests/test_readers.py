@@ -475,3 +475,21 @@ def test_property_concatenated_streams_round_trip(sizes, piece, kind):
     while chunk := reader.read(piece):
         out.append(chunk)
     assert b"".join(out) == b"".join(parts)
+
+
+def test_names_that_are_not_utf8(tmp_path):
+    odd = os.path.join(os.fsencode(tmp_path), b"plog-\xff\xfe_20251112.log")
+    with open(odd, "wb") as handle:
+        handle.write(LOG)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", encoding="gbk") as tar:
+        info = tarfile.TarInfo("节点-1/应用.log")
+        info.size = len(LOG)
+        tar.addfile(info, io.BytesIO(LOG))
+    (tmp_path / "gbk.tar").write_bytes(buf.getvalue())
+    for fmt in ("json", "text", "markdown"):
+        result = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", fmt])
+        assert result.exit_code == 1, result.output
+    report = json.loads(CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json"]).stdout)
+    sources = sorted(f["source"].rsplit("/", 1)[-1] for f in report["findings"])
+    assert len(sources) == 2 and any("\ufffd" in s for s in sources)
