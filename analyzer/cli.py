@@ -129,7 +129,8 @@ def scan(paths, fmt, output, fail_on, include, exclude, since, until, year, jobs
     try:
         paths = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
-                          selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year)
+                          selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year,
+                          not_these=() if output == "-" else (output,))
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(paths, rules=_load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
                            progress=ProgressBar() if show_bar else Progress())

@@ -85,11 +85,31 @@ def default_paths() -> list[str]:
 
 
 def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None,
-                 excluded: list[str] | None = None) -> Iterator[Source]:
+                 excluded: list[str] | None = None, not_these: tuple[str, ...] = ()) -> Iterator[Source]:
     """Top-level sources for every path, in command-line order; directories expand sorted.
-    Files and folders pruned by --exclude are appended to `excluded`."""
+    Files and folders pruned by --exclude are appended to `excluded`; `not_these` (the report
+    being written) are never read."""
     selection = selection or Selection()
     excluded = excluded if excluded is not None else []
+    own = set()
+    for path in not_these:
+        try:
+            st = os.stat(path)
+            own.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    for source in _sources(paths, skipped, selection, excluded):
+        if own and source.path is not None:
+            try:
+                st = os.stat(source.path)
+                if (st.st_dev, st.st_ino) in own:
+                    continue  # our own report from an earlier run
+            except OSError:
+                pass
+        yield source
+
+
+def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
     for raw in paths:
         if raw == "-":
             yield Source("-", None)

@@ -44,6 +44,7 @@ class Options:
     until: datetime | None = None
     year: int | None = None
     prefilter: str = "auto"
+    not_these: tuple[str, ...] = ()  # files never to read (the report being written)
 
 
 @dataclass
@@ -491,7 +492,7 @@ def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iter
     ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
     skipped: list[Skipped] = []
     excluded: list[str] = []
-    sources = list(iter_sources(paths, skipped, options.selection, excluded))
+    sources = list(iter_sources(paths, skipped, options.selection, excluded, options.not_these))
     units = plan_units(sources, jobs)
     progress.start(sum(s.size or 0 for s in sources), len(sources))
     results = []

@@ -141,6 +141,7 @@ class SafeStream(io.RawIOBase):
                 self._eof = True
                 break
             self._head += piece
+            self._account(len(piece))
         return self._head[:size]
 
     def read(self, size: int = -1) -> bytes:
@@ -236,7 +237,8 @@ class Decompressed(io.RawIOBase):
     """
 
     # Compressed bytes fed per call; zstd cannot cap its output per call, so it is fed less.
-    _INPUT = {"gzip": 1 << 16, "bzip2": 1 << 16, "xz": 1 << 16, "zstd": 1 << 13, "deflate": 1 << 16}
+    # (512 bytes of zstd RLE blocks can still expand to ~16 MiB: the guard checks after each call.)
+    _INPUT = {"gzip": 1 << 16, "bzip2": 1 << 16, "xz": 1 << 16, "zstd": 1 << 9, "deflate": 1 << 16}
 
     def __init__(self, raw: BinaryIO, kind: str):
         self.raw = raw

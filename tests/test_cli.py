@@ -165,3 +165,11 @@ def test_until_is_inclusive_to_its_precision(tmp_path):
     assert count("--until", "2025-11-12 03:40:04") == 0
     assert count("--since", "2025-11-12T03:40:05.2") == 0
     assert run("scan", str(log), "--max-bytes", "-5")[0] == 2
+
+
+def test_own_report_is_not_scanned_next_time(logs):
+    out = logs / "report.txt"
+    first = run("scan", str(logs), "--output", str(out))
+    second = run("scan", str(logs), "--output", str(out))
+    assert first[0] == second[0] == 1
+    assert out.read_text().splitlines()[0].startswith("ddtriage: 2 findings")

@@ -493,3 +493,11 @@ def test_names_that_are_not_utf8(tmp_path):
     report = json.loads(CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json"]).stdout)
     sources = sorted(f["source"].rsplit("/", 1)[-1] for f in report["findings"])
     assert len(sources) == 2 and any("\ufffd" in s for s in sources)
+
+
+def test_zstd_bomb_is_stopped_too(tmp_path):
+    path = tmp_path / "bomb.log.zst"
+    path.write_bytes(zstandard.ZstdCompressor(level=19).compress(LOG + b"\x00" * (200 << 20)))
+    result = scan(path, limits=Limits(max_bytes=10 << 20))
+    assert "passed the limit of 10485760 bytes" in result.inputs.skipped[0].reason
+    assert result.inputs.bytes <= (10 << 20) + (32 << 20)
