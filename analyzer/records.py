@@ -56,6 +56,7 @@ class Finding(NamedTuple):
             "source": self.source,
             "line": self.line,
             "timestamp": self.timestamp,
+            "inferred_time": self.time_hint,
             "code": self.code,
             "name": self.name,
             "known": self.known,

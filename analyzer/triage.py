@@ -136,7 +136,8 @@ def _bursts(findings: list[Finding]) -> list[dict]:
         for f in specific:
             if f is not lead:
                 others.setdefault((f.code, f.api or "", f.action), f)
-        stamps = [f.timestamp for f in group if f.timestamp]
+        # A traceback's last line has no stamp of its own: it takes its record's time.
+        stamps = [f.timestamp or f.time_hint for f in group if f.timestamp or f.time_hint]
         # Lower-level errors logged just before the lead: the likely root cause.
         causes = list(lead.causes)[:5]
         out.append({
@@ -150,7 +151,8 @@ def _bursts(findings: list[Finding]) -> list[dict]:
             "findings": len(group),
             "severe": any(f.recoverable is not True for f in specific or group),
             "lead": {
-                "line": lead.line, "timestamp": lead.timestamp, "code": lead.code, "name": lead.name,
+                "line": lead.line, "timestamp": lead.timestamp, "inferred_time": lead.time_hint,
+                "code": lead.code, "name": lead.name,
                 "api": lead.api, "api_evidence": lead.api_evidence, "recoverable": lead.recoverable,
                 "rule": lead.rule, "action": lead.action, "remedy": lead.remedy, "text": lead.text,
             },

@@ -36,7 +36,7 @@ def render(analysis) -> str:
                    f"{_cell(describe_api(lead['api'], lead['api_evidence']))}, "
                    + (f"node {_cell(b['node'])}, " if b["node"] else "")
                    + f"`{_cell(b['source'])}:{lead['line']}`"
-                   + (f" at {lead['timestamp']}" if lead["timestamp"] else "")
+                   + (f" at {lead['timestamp'] or '~' + lead['inferred_time']}" if lead["timestamp"] or lead["inferred_time"] else "")
                    + f", {recoverable_word(lead['recoverable'])}.")
         if b["causes"]:
             out.append("   Likely cause: " + _cell(describe_causes(b["causes"])) + ".")

@@ -47,7 +47,8 @@ def render(analysis) -> str:
         out += textwrap.wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
                              f"{describe_api(lead['api'], lead['api_evidence'])}", WIDTH, subsequent_indent="    ")
         out += _wrap(where, "    ")
-        out += _wrap(f"line {lead['line']}, {lead['timestamp'] or 'no timestamp'}, "
+        when = lead["timestamp"] or (f"~{lead['inferred_time']} (from the lines before)" if lead["inferred_time"] else "no timestamp")
+        out += _wrap(f"line {lead['line']}, {when}, "
                      f"{recoverable_word(lead['recoverable'])}", "    ")
         if burst["causes"]:
             out += _wrap("likely cause: " + describe_causes(burst["causes"]), "    ")
