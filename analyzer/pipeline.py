@@ -121,6 +121,10 @@ class Engine:
         # Per process: the line (and end offset) of its previous specific finding. A lower-level
         # error before that line was that finding's cause, not a cause of what follows.
         last_seen: dict[str | None, tuple[int, int]] = {}
+        # A known year (file name, --year) is the year the log starts in: a year-less stamp that
+        # jumps back from December to January has crossed into the next one. (A year guessed
+        # from an mtime is the year it ends in; YearHint handles that side.)
+        roll = None if year_guessed else _Rollover()
         if history:
             self._seed_recent(history, recent, last_seen, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):
@@ -152,10 +156,15 @@ class Engine:
                 rule = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
                 before = _causes(events, header, cand.line_no, hit.value)
                 hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
+                stamp = header.timestamp
+                if roll is not None and header.fmt == "vllm" and stamp:
+                    stamp = roll.adjust(stamp)
+                elif roll is not None and hint_guessed and hint:
+                    hint = roll.adjust(hint)
                 code = self.rules.catalog.get(hit.value)
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
                 yield Finding(
-                    source=name, line=cand.line_no, timestamp=header.timestamp,
+                    source=name, line=cand.line_no, timestamp=stamp,
                     code=format_code(hit.value), name=code.name if code else None,
                     api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
                     recoverable=recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
@@ -163,8 +172,7 @@ class Engine:
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
-                    year_guessed=year_guessed and ((header.fmt == "vllm" and header.timestamp is not None)
-                                                   or (hint is not None and hint_guessed)),
+                    year_guessed=year_guessed and bool((header.fmt == "vllm" and stamp) or (hint and hint_guessed)),
                     causes=before, time_hint=hint,
                 )
 
@@ -267,28 +275,54 @@ def _echoes(recent: deque, cand, header: Header) -> bool:
 
 
 def settle_years(findings: list[Finding]) -> list[Finding]:
-    """Give year-less timestamps whose year was only guessed (from mtime) the year that the other
-    logs of the same node print, else of the whole run: a log's mtime is the copy's, not the
-    incident's, and would make the report depend on when the bundle was unpacked."""
-    by_node: dict[str | None, Counter] = {}
-    overall: Counter = Counter()
+    """Year-less timestamps whose year was only guessed from an mtime (a copy's time, not the
+    incident's) take the year that puts them nearest the node's other logs (else the whole
+    run's): the report must not depend on when the bundle was unpacked. Stamp by stamp, so a
+    log that crosses New Year keeps December and January in the right years."""
+    known: dict[str | None, list[str]] = {}
     for f in findings:
         if f.timestamp and not f.year_guessed:
-            by_node.setdefault(f.node, Counter())[f.timestamp[:4]] += 1
-            overall[f.timestamp[:4]] += 1
+            known.setdefault(f.node, []).append(f.timestamp)
+    everything = sorted(t for stamps in known.values() for t in stamps)
 
-    def best(counter: Counter) -> str | None:
-        return max(counter.items(), key=lambda kv: (kv[1], kv[0]))[0] if counter else None
+    def middle(stamps: list[str]) -> datetime | None:
+        return _parse_ts(sorted(stamps)[len(stamps) // 2]) if stamps else None
+
+    refs = {node: middle(stamps) for node, stamps in known.items()}
+    overall = middle(everything)
+
+    def nearest(stamp: str | None, ref: datetime) -> str | None:
+        if not stamp:
+            return stamp
+        options = []
+        for year in (ref.year - 1, ref.year, ref.year + 1):
+            when = _parse_ts(f"{year:04d}{stamp[4:]}")  # None on February 29th of a common year
+            if when is not None:
+                options.append((abs((when - ref).total_seconds()), year))
+        return f"{min(options)[1]:04d}{stamp[4:]}" if options else stamp
 
     out = []
     for f in findings:
-        if f.year_guessed:
-            year = best(by_node.get(f.node, Counter())) or best(overall)
-            if year:
-                f = f._replace(timestamp=f.timestamp and year + f.timestamp[4:],
-                               time_hint=f.time_hint and year + f.time_hint[4:])
+        ref = (refs.get(f.node) or overall) if f.year_guessed else None
+        if ref is not None:
+            f = f._replace(timestamp=nearest(f.timestamp, ref), time_hint=nearest(f.time_hint, ref))
         out.append(f)
     return out
+
+
+class _Rollover:
+    """Counts year crossings in a log whose year-less stamps run forward in time."""
+
+    def __init__(self) -> None:
+        self.month: int | None = None
+        self.years = 0
+
+    def adjust(self, stamp: str) -> str:
+        month = int(stamp[5:7])
+        if self.month is not None and self.month - month >= 6:  # December, then January
+            self.years += 1
+        self.month = month
+        return f"{int(stamp[:4]) + self.years:04d}{stamp[4:]}" if self.years else stamp
 
 
 def apply_window(findings: list[Finding], since: datetime | None, until: datetime | None) -> list[Finding]:

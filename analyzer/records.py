@@ -46,7 +46,7 @@ class Finding(NamedTuple):
     node: str | None = None  # from the bundle or folder name
     kind: str = "application"  # host | device | application
     device: str | None = None
-    year_guessed: bool = False  # the timestamp printed no year and none was known (internal)
+    year_guessed: bool = False  # internal: a year-less stamp whose year was only guessed (mtime)
     causes: tuple[tuple[int, str, str, str], ...] = ()  # (line, family, code, meaning) just before
     time_hint: str | None = None  # internal: a timestamp-less line's time, from the record before it
 

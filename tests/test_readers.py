@@ -501,3 +501,19 @@ def test_zstd_bomb_is_stopped_too(tmp_path):
     result = scan(path, limits=Limits(max_bytes=10 << 20))
     assert "passed the limit of 10485760 bytes" in result.inputs.skipped[0].reason
     assert result.inputs.bytes <= (10 << 20) + (32 << 20)
+
+
+def test_year_crossing_inside_a_vllm_log(tmp_path):
+    lines = ("(W pid=9) ERROR 12-31 23:59:58 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n"
+             "(W pid=9) ERROR 01-01 00:00:03 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
+    named = tmp_path / "vllm_20251231.log"
+    named.write_text(lines)
+    assert [f.timestamp[:10] for f in scan(named).findings] == ["2025-12-31", "2026-01-01"]
+    node = tmp_path / "n1"
+    node.mkdir()
+    (node / "plog-1_20251231120000000.log").write_bytes(LOG)  # the node's logs say 2025
+    worker = node / "worker.log"
+    worker.write_text(lines)
+    os.utime(worker, (1767300000, 1767300000))  # 2026-01-01: written after both lines
+    stamps = sorted(f.timestamp[:10] for f in scan(tmp_path / "n1").findings if f.source.endswith("worker.log"))
+    assert stamps == ["2025-12-31", "2026-01-01"]
