@@ -21,6 +21,7 @@ class Header:
     func: str | None
     msg_start: int
     start: int = 0  # where this record starts in the line (flattened blocks hold several)
+    yearless: bool = False  # the timestamp printed no year (vLLM, short glog): it was supplied
 
 
 # plog/device log and the llm_datadist Python logger share one grammar:
@@ -49,7 +50,7 @@ _VLLM_PID = re.compile(r"pid=(\d+)")
 # vLLM relays a worker's stderr (tracebacks, prints) with only the `(name pid=N)` prefix.
 _VLLM_RELAY = re.compile(r"(?:\((?:[^()]*?\s)?pid=\d+\)\s?)+")
 _GLOG = re.compile(
-    r"(?P<level>[IWEF])(?P<date>\d{8}) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+(?P<tid>\d+) "
+    r"(?P<level>[IWEF])(?P<date>\d{8}|\d{4}) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+(?P<tid>\d+) "
     r"(?P<file>[^:\]\s]+):(?P<fline>\d+)\]\s?"
 )
 _TORCH = re.compile(
@@ -69,6 +70,12 @@ def _iso(date: str, time: str, frac: str | None) -> str:
     return f"{date}T{time}.{frac[:6].ljust(6, '0')}" if frac else f"{date}T{time}"
 
 
+def _yearless(month_day: str, time: str, frac: str | None, year) -> str | None:
+    """ISO time for a stamp that printed no year, with the year supplied (int or YearHint)."""
+    y = year.for_stamp(month_day) if hasattr(year, "for_stamp") else year
+    return _iso(f"{y:04d}-{month_day}", time, frac) if y else None
+
+
 def parse_header(line: str, year=None) -> Header:
     """Parse the header at the start of `line` (after NULs and blanks). Never raises. `year` (an
     int or an `inputs.YearHint`) completes timestamps that print none."""
@@ -83,11 +90,8 @@ def parse_header(line: str, year=None) -> Header:
             # The last (innermost) `(... pid=N)` prefix names the process.
             pids = _VLLM_PID.findall(line, pos, m.start("level"))
             pid = pids[-1] if pids else None
-        ts = None
-        y = year.for_stamp(m.group("md")) if hasattr(year, "for_stamp") else year
-        if y:
-            ts = _iso(f"{y:04d}-{m.group('md')}", m.group("time"), m.group("frac"))
-        return Header("vllm", ts, pid, None, None, m.end(), pos)
+        ts = _yearless(m.group("md"), m.group("time"), m.group("frac"), year)
+        return Header("vllm", ts, pid, None, None, m.end(), pos, yearless=True)
     m = _VLLM_RELAY.match(line, pos)
     if m:
         pid = _VLLM_PID.findall(line, pos, m.end())[-1]
@@ -95,6 +99,9 @@ def parse_header(line: str, year=None) -> Header:
     m = _GLOG.match(line, pos)
     if m:
         d = m.group("date")
+        if len(d) == 4:  # the default glog prefix prints no year: E1112 03:40:17.327589
+            ts = _yearless(f"{d[:2]}-{d[2:]}", m.group("time"), m.group("frac"), year)
+            return Header("glog", ts, None, m.group("tid"), None, m.end(), pos, yearless=True)
         return Header("glog", _iso(f"{d[:4]}-{d[4:6]}-{d[6:]}", m.group("time"), m.group("frac")),
                       None, m.group("tid"), None, m.end(), pos)
     m = _TORCH.match(line, pos)

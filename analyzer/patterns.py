@@ -18,11 +18,13 @@ GENERIC_FAILED = 0xFFFFFFFF
 
 # Literals that every code form contains at least one of. Digits and `0x` are case-free except
 # the `x`, so `0x5010`/`0X5010` cover hex in any case.
-BASE_LITERALS = (b"0x5010", b"0X5010", b"134327", b"LLM_", b"4294967295")
+BASE_LITERALS = (b"0x5010", b"0X5010", b"134327", b"LLM_", b"4294967295",
+                 # LLM_FAILED as int32 -1, only right after a code word's `=`, `:` or `is`.
+                 b"= -1", b"=-1", b": -1", b":-1", b"is -1")
 
 _HEX = re.compile(r"(?<![0-9A-Za-z_])0[xX]5010[bB]0([0-9A-Fa-f]{2})(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![0-9A-Za-z_])")
 _DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(134327\d{4})(?![0-9]|\.\d)")
-_FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])4294967295(?![0-9]|\.\d)")
+_FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(?:4294967295|-1)(?![0-9]|\.\d)")
 _NAME = re.compile(r"(?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_])")
 # A decimal counts only after a word that says "this is a status": ErrorNo:, ret =, status,
 # error code is, code=, an enum repr `<LLMStatusCode.X: N>`, or inside a result list `rets=[...`.
@@ -88,7 +90,7 @@ class CodeMatcher:
         if self._standalone is not None and any(a in line for a in self._standalone_anchors):
             for m in self._standalone.finditer(line):
                 add(self._text_values[m.group(0)], m.start(), m.end(), "text")
-        if "4294967295" in line and GENERIC_FAILED not in hits:
+        if ("4294967295" in line or "-1" in line) and GENERIC_FAILED not in hits:
             for m in _FAILED_DECIMAL.finditer(line):
                 if _has_code_context(line, m.start()):
                     add(GENERIC_FAILED, m.start(), m.end(), "generic")

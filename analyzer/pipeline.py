@@ -157,7 +157,7 @@ class Engine:
                 before = _causes(events, header, cand.line_no, hit.value)
                 hint, hint_guessed = (None, False) if header.timestamp else _time_before(lookback(), header, year)
                 stamp = header.timestamp
-                if roll is not None and header.fmt == "vllm" and stamp:
+                if roll is not None and header.yearless and stamp:
                     stamp = roll.adjust(stamp)
                 elif roll is not None and hint_guessed and hint:
                     hint = roll.adjust(hint)
@@ -172,7 +172,7 @@ class Engine:
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
-                    year_guessed=year_guessed and bool((header.fmt == "vllm" and stamp) or (hint and hint_guessed)),
+                    year_guessed=year_guessed and bool((header.yearless and stamp) or (hint and hint_guessed)),
                     causes=before, time_hint=hint,
                 )
 
@@ -222,7 +222,7 @@ def _time_before(earlier, header: Header, year: int | None) -> tuple[str | None,
     for _, text in reversed(earlier):
         other = parse_header(text, year)
         if other.timestamp and (not header.pid or not other.pid or other.pid == header.pid):
-            return other.timestamp, other.fmt == "vllm"
+            return other.timestamp, other.yearless
     return None, False
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bz2
 import calendar
+import codecs
 import fnmatch
 import io
 import lzma
@@ -91,10 +92,11 @@ class Selection:
     @staticmethod
     def _names(name: str) -> set[str]:
         names = {name, name.replace("!", "/")}
-        for part in name.replace("!", "/").split("/"):
-            if part and part != ".":
-                plain = strip_compression_suffix(part)
-                names.update((part, plain, _ROTATION.sub("", plain)))  # plog.log.3.gz -> plog.log
+        parts = [p for p in name.replace("!", "/").split("/") if p and p != "."]
+        for i, part in enumerate(parts):
+            plain = strip_compression_suffix(part)
+            names.update((part, plain, _ROTATION.sub("", plain)))  # plog.log.3.gz -> plog.log
+            names.add("/".join(parts[i:]))  # `node-1/*` matches wherever node-1 sits
         return names
 
     def _any(self, patterns: tuple[str, ...], name: str) -> bool:
@@ -215,7 +217,39 @@ def sniff(stream: SafeStream, name: str = "") -> str:
         return "tar"
     if len(head) == 512 and not head.strip(b"\x00") and strip_compression_suffix(name).endswith(".tar"):
         return "tar"
+    if head.startswith(b"\xff\xfe") or _mostly_zero(head[1::2], head[0::2]):
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff") or _mostly_zero(head[0::2], head[1::2]):
+        return "utf-16-be"
     return "text"
+
+
+def _mostly_zero(zeros: bytes, text: bytes) -> bool:
+    """UTF-16 without a BOM: ASCII text with every other byte NUL (and the rest not)."""
+    if len(zeros) < 16:
+        return False
+    return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
+
+
+class Utf16ToUtf8(io.RawIOBase):
+    """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly."""
+
+    def __init__(self, raw: BinaryIO, encoding: str):
+        self.raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            data = self.raw.read(size if size and size > 0 else PIECE)
+            text = self._decoder.decode(data, final=not data)
+            if self._first and text:
+                text, self._first = text.lstrip("\ufeff"), False
+            if text or not data:
+                return text.encode("utf-8", "replace")
 
 
 def _old_tar_checksum_ok(block: bytes) -> bool:
@@ -394,6 +428,8 @@ class Unpacker:
         if kind == "tar":
             yield from self._tar(name, stream, budget, depth)
             return
+        if kind.startswith("utf-16"):
+            stream = SafeStream(Utf16ToUtf8(stream, kind), budget)
         if kind == "zip":
             yield from self._zip(name, stream, budget, depth, path)
             return

@@ -15,6 +15,7 @@ from analyzer.layout import layout_of
     ("/var/log/ascend/log/debug/device-0/device-12_20250101.log", None, "device", "0", "12"),
     ("/root/ascend/log/debug/plog/plog-1_20250101.log", None, "host", None, "1"),
     ("a.log", None, "application", None, None),
+    ("worker-3.tar.gz!home/alice/ascend/log/run/plog/plog-1_2.log", "worker-3", "host", None, "1"),
 ])
 def test_layout(name, node, kind, device, pid):
     got = layout_of(name)

@@ -77,3 +77,15 @@ def test_result_list_membership(matcher):
     assert hit.in_cluster_results
     (hit,) = matcher.find("[link_clusters] failed, error code is LLMStatusCode.LLM_LINK_FAILED")
     assert not hit.in_cluster_results
+
+
+@pytest.mark.parametrize("line,found", [
+    ("ErrorNo: -1(failed)", True),
+    ("LinkLlmClusters failed, ret = -1", True),
+    ("error code is -1", True),
+    ("offset = -10", False),
+    ("ret = -1.5", False),
+    ("index -1 out of range", False),
+])
+def test_llm_failed_as_minus_one(matcher, line, found):
+    assert (codes(matcher, line) == ["0xFFFFFFFF"]) == found

@@ -413,6 +413,7 @@ def test_selection_works_the_same_inside_archives(tmp_path):
     for root in (disk, packed / "bundle.tar.gz"):
         assert nodes(root, exclude=("decode-node-b",)) == ["prompt-node-a"]
         assert nodes(root, include=("*/prompt-node-a/*",)) == ["prompt-node-a"]
+        assert nodes(root, include=("prompt-node-a/*",)) == ["prompt-node-a"]
     assert nodes(packed, include=("*.zip",)) == ["x"]
     assert any(f.source.endswith("gz!prompt-node-a/plog/plog-1_2.log") for f in scan(packed).findings)  # no "./"
 
@@ -517,3 +518,11 @@ def test_year_crossing_inside_a_vllm_log(tmp_path):
     os.utime(worker, (1767300000, 1767300000))  # 2026-01-01: written after both lines
     stamps = sorted(f.timestamp[:10] for f in scan(tmp_path / "n1").findings if f.source.endswith("worker.log"))
     assert stamps == ["2025-12-31", "2026-01-01"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_logs(tmp_path, encoding):
+    path = tmp_path / "export.log"
+    path.write_bytes(("noise line\n" + LOG.decode()).encode(encoding))
+    result = scan(path)
+    assert [(f.line, f.code) for f in result.findings] == [(3, "0x5010B001")]
