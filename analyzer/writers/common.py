@@ -33,8 +33,8 @@ def recoverable_word(value: bool | None) -> str:
     return {True: "recoverable", False: "NOT recoverable", None: "recoverability unknown"}[value]
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+def plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
 def human_bytes(n: int) -> str:
@@ -52,7 +52,7 @@ def inputs_line(analysis) -> str:
     return (f"{plural(s['findings'], 'finding')} ({s['unrecoverable']} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
-            + (f"; {plural(i.excluded, 'log')} left out by --include/--exclude" if i.excluded else "")
+            + (f"; {plural(i.excluded, 'file or folder', 'files or folders')} left out by --include/--exclude" if i.excluded else "")
             + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))
 
 
