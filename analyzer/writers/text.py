@@ -45,7 +45,7 @@ def render(analysis) -> str:
         if burst["node"] and burst["node"] not in burst["source"]:
             where = f"{burst['node']}: {where}"
         out += textwrap.wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
-                             f"{describe_api(lead['api'], lead['api_evidence'])}", WIDTH, subsequent_indent="    ")
+                             f"{describe_api(lead['api'], lead['api_evidence'])}", WIDTH, subsequent_indent="    ", break_on_hyphens=False)
         out += _wrap(where, "    ")
         when = lead["timestamp"] or (f"~{lead['inferred_time']} (from the lines before)" if lead["inferred_time"] else "no timestamp")
         out += _wrap(f"line {lead['line']}, {when}, "
@@ -60,7 +60,7 @@ def render(analysis) -> str:
         if burst["also"]:
             extra.append("also " + describe_also(burst["also"]))
         if extra:
-            out += textwrap.wrap("+ " + "; ".join(extra), WIDTH, initial_indent="    ", subsequent_indent="      ")
+            out += textwrap.wrap("+ " + "; ".join(extra), WIDTH, initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
     if len(bursts) > MAX_BURSTS:
         out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
 
@@ -75,12 +75,12 @@ def render(analysis) -> str:
     for row in s["codes"]:
         name = row["name"] or f"unknown {row['code']}"
         out += textwrap.wrap(f"{row['count']:>5}  {name:<31}  {row['api'] or '-':<17}  {row['action']} [{row['rule']}]",
-                             WIDTH, subsequent_indent=" " * 59)
+                             WIDTH, subsequent_indent=" " * 59, break_on_hyphens=False)
 
     out += ["", "Findings"]
     for f in analysis.findings[:MAX_FINDINGS]:
         out += textwrap.wrap(f"{short_source(f.source, 44)}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}",
-                             WIDTH, subsequent_indent="    ")
+                             WIDTH, subsequent_indent="    ", break_on_hyphens=False)
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"... {len(analysis.findings) - MAX_FINDINGS} more findings (see --format json)")
     return "\n".join(out) + "\n"
