@@ -20,7 +20,7 @@ from .errors import InputError
 from .records import Skipped
 from .readers import Selection, printable
 
-_YEAR_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
+_DATE_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
 
 
 @dataclass(frozen=True)
@@ -40,18 +40,29 @@ class Source:
 
 @dataclass(frozen=True)
 class YearHint:
-    """The year for timestamps that print none (vLLM's `MM-DD hh:mm:ss`).
+    """The year for timestamps that print none (vLLM's `MM-DD hh:mm:ss`, short glog).
 
-    From --year or a date in the log's name it is known. From the file's (or archive member's)
-    mtime it is a guess: a stamp later in the year than the mtime was written the year before
-    (a log is not written after its mtime), and the pipeline prefers the year that the node's
-    other logs print."""
+    - From a date in the log's name (`vllm_20260101.log`): each stamp takes the year that puts
+      it nearest that date, so a log named for the day it ended still has December last year.
+    - From --year: the year the log starts in; the pipeline counts New Year crossings.
+    - From the file's (or archive member's) mtime it is a guess: a stamp later in the year than
+      the mtime was written the year before, and the pipeline prefers the year the node's other
+      logs print."""
 
     year: int | None
     guessed: bool = False
-    written_by: str | None = None  # "MM-DD" of the mtime, for guesses
+    written_by: str | None = None  # "MM-DD" of the mtime (a guess)
+    near: str | None = None  # "MM-DD" of the date in the name
+
+    @property
+    def rolls(self) -> bool:
+        """Whether the pipeline should count New Year crossings (a bare --year)."""
+        return self.year is not None and not self.guessed and self.near is None
 
     def for_stamp(self, month_day: str) -> int | None:
+        if self.year and self.near:
+            months = int(month_day[:2]) - int(self.near[:2])
+            return self.year - 1 if months > 6 else self.year + 1 if months < -6 else self.year
         if self.year and self.written_by and month_day > self.written_by:
             return self.year - 1
         return self.year
@@ -62,9 +73,10 @@ def year_hint(name: str, mtime: float | None, default: int | None = None) -> Yea
     a guess from the mtime."""
     if default:
         return YearHint(default)
-    found = _YEAR_IN_NAME.findall(name.rsplit("/", 1)[-1]) or _YEAR_IN_NAME.findall(name)
+    found = _DATE_IN_NAME.findall(name.rsplit("/", 1)[-1]) or _DATE_IN_NAME.findall(name)
     if found:
-        return YearHint(int(found[-1]))
+        year, month, day = found[-1]
+        return YearHint(int(year), near=f"{month}-{day}")
     if mtime is not None:
         when = datetime.fromtimestamp(mtime, tz=timezone.utc)
         return YearHint(when.year, True, when.strftime("%m-%d"))

@@ -32,22 +32,19 @@ class Layout:
     pid: str | None
 
 
-def _parts(name: str) -> tuple[list[str], set[int]]:
-    """Path components, an archive counting as a folder named without its suffixes, and which
-    components are archives."""
+def _parts(name: str) -> list[str]:
+    """Path components, an archive counting as a folder named without its suffixes."""
     parts: list[str] = []
-    archives: set[int] = set()
     pieces = name.replace("\\", "/").split("!")
     for i, piece in enumerate(pieces):
         parts.extend(p for p in piece.split("/") if p not in ("", "."))
         if parts and i < len(pieces) - 1:
             parts[-1] = _ARCHIVE_SUFFIX.sub("", strip_compression_suffix(parts[-1]))
-            archives.add(len(parts) - 1)
-    return parts, archives
+    return parts
 
 
 def layout_of(name: str) -> Layout:
-    parts, archives = _parts(name)
+    parts = _parts(name)
     folders, base = parts[:-1], (parts[-1] if parts else "")
     device = pid = None
     kind = "application"
@@ -69,11 +66,13 @@ def layout_of(name: str) -> Layout:
         next((i for i, f in enumerate(folders) if _LAYOUT_WORDS.match(f)), len(folders))
     # The nearest folder above the anchor that names something; a bundle tarred from `/` holds
     # `root/ascend/log/...`, and then the bundle's own name is the node.
-    node = None
+    node = user = None
     for i in range(anchor - 1, -1, -1):
-        if folders[i].lower() not in _NOT_A_NODE and not _LAYOUT_WORDS.match(folders[i]):
-            node = folders[i]
-            if i > 0 and folders[i - 1].lower() == "home" and any(a < i for a in archives):
-                node = folders[max(a for a in archives if a < i)]  # a user name: the bundle says more
-            break
-    return Layout(node, kind, device, pid)
+        if folders[i].lower() in _NOT_A_NODE or _LAYOUT_WORDS.match(folders[i]):
+            continue
+        if i > 0 and folders[i - 1].lower() == "home":
+            user = user or folders[i]  # `home/<user>`: a user name; a folder or bundle above says more
+            continue
+        node = folders[i]
+        break
+    return Layout(node or user, kind, device, pid)

@@ -124,7 +124,7 @@ class Engine:
         # A known year (file name, --year) is the year the log starts in: a year-less stamp that
         # jumps back from December to January has crossed into the next one. (A year guessed
         # from an mtime is the year it ends in; YearHint handles that side.)
-        roll = None if year_guessed else _Rollover()
+        roll = _Rollover() if getattr(year, "rolls", False) else None
         if history:
             self._seed_recent(history, recent, last_seen, year)
         for cand in scan_stream(stream, self.prefilter, counts, history=history):

@@ -143,7 +143,11 @@ class SafeStream(io.RawIOBase):
                 self._eof = True
                 break
             self._head += piece
-            self._account(len(piece))
+            try:
+                self._account(len(piece))
+            except LimitExceeded as exc:  # keep what came before the limit; fail on the next read
+                self._error = exc
+                break
         return self._head[:size]
 
     def read(self, size: int = -1) -> bytes:
@@ -175,7 +179,11 @@ class SafeStream(io.RawIOBase):
                 break
             parts.append(piece)
             have += len(piece)
-            self._account(len(piece))
+            try:
+                self._account(len(piece))
+            except LimitExceeded as exc:  # deliver what came before the limit; fail on the next read
+                self._error = exc
+                break
         return b"".join(parts)
 
     def readinto(self, buffer) -> int:
@@ -528,7 +536,8 @@ class Unpacker:
                         self._skip(child, "encrypted zip member")
                         continue
                     if info.file_size > self.limits.max_bytes - budget.expanded:
-                        self._skip(child, f"member of {info.file_size} bytes is over the decompression limit")
+                        self._skip(child, f"member of {info.file_size} bytes is over what is left of the "
+                                          f"decompression limit ({self.limits.max_bytes} bytes per input)")
                         continue
                     if info.compress_size and info.file_size > self.limits.ratio_floor and \
                             info.file_size / info.compress_size > self.limits.max_ratio:

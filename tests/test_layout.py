@@ -16,6 +16,9 @@ from analyzer.layout import layout_of
     ("/root/ascend/log/debug/plog/plog-1_20250101.log", None, "host", None, "1"),
     ("a.log", None, "application", None, None),
     ("worker-3.tar.gz!home/alice/ascend/log/run/plog/plog-1_2.log", "worker-3", "host", None, "1"),
+    ("mn.tar.gz!node-2/home/hw/ascend/log/debug/plog/plog-1_2.log", "node-2", "host", None, "1"),
+    ("mn/node-1/home/hw/ascend/log/debug/plog/plog-1_2.log", "node-1", "host", None, "1"),
+    ("/home/alice/ascend/log/debug/plog/plog-1_2.log", "alice", "host", None, "1"),
 ])
 def test_layout(name, node, kind, device, pid):
     got = layout_of(name)

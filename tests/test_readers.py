@@ -171,7 +171,7 @@ def test_decompression_guard(tmp_path):
     zipped.write_bytes(zip_bytes({"big.log": big, "small.log": LOG}))
     result = scan(zipped, limits=Limits(max_bytes=1 << 20))
     assert [f.source for f in result.findings] == [f"{zipped}!small.log"]
-    assert "over the decompression limit" in result.inputs.skipped[0].reason
+    assert "decompression limit" in result.inputs.skipped[0].reason
 
 
 def test_include_exclude_match_members(tmp_path):
@@ -526,3 +526,21 @@ def test_utf16_logs(tmp_path, encoding):
     path.write_bytes(("noise line\n" + LOG.decode()).encode(encoding))
     result = scan(path)
     assert [(f.line, f.code) for f in result.findings] == [(3, "0x5010B001")]
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zst"])
+def test_lines_before_the_decompression_limit_are_kept(tmp_path, kind):
+    body = LOG * 5 + b"A" * (30 << 20) + b"\n" + LOG
+    path = tmp_path / f"b.log.{kind}"
+    path.write_bytes(COMPRESSORS[kind](body))
+    result = scan(path, limits=Limits(max_bytes=10 << 20))
+    assert [f.line for f in result.findings] == [2, 4, 6, 8, 10]
+    assert "passed the limit" in result.inputs.skipped[0].reason
+
+
+def test_name_date_at_the_end_of_a_log_crossing_new_year(tmp_path):
+    path = tmp_path / "vllm_20260101.log"
+    path.write_text("(W pid=9) ERROR 12-31 23:59:59 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n"
+                    "(W pid=9) ERROR 01-01 00:00:05 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
+    assert [f.timestamp[:10] for f in scan(path).findings] == ["2025-12-31", "2026-01-01"]
+    assert [f.timestamp[:10] for f in scan(path, year=2025).findings] == ["2025-12-31", "2026-01-01"]
