@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path

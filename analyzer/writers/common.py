@@ -73,3 +73,13 @@ def describe_also(also: list[dict]) -> str:
             text += " (NOT recoverable)"
         items.append(text)
     return ", ".join(items)
+
+
+def describe_burst_extras(burst: dict) -> str:
+    """`2 generic LLM_FAILED echoes; also X from API -> action, ...` (empty when neither)."""
+    notes = []
+    if burst["echoes"]:
+        notes.append(f"{plural(burst['echoes'], 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
+    if burst["also"]:
+        notes.append("also " + describe_also(burst["also"]))
+    return "; ".join(notes)

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .common import describe_also, describe_api, describe_causes, describe_code, inputs_line, recoverable_word
+from .common import describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, recoverable_word
 
 MAX_FINDINGS = 1000
 
@@ -41,13 +41,9 @@ def render(analysis) -> str:
         if b["causes"]:
             out.append("   Likely cause: " + _cell(describe_causes(b["causes"])) + ".")
         out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
-        notes = []
-        if b["echoes"]:
-            notes.append(f"{b['echoes']} generic LLM_FAILED echo{'es' if b['echoes'] != 1 else ''}")
-        if b["also"]:
-            notes.append("also " + describe_also(b["also"]))
-        if notes:
-            out.append(f"   {_cell('; '.join(notes))}.")
+        extras = describe_burst_extras(b)
+        if extras:
+            out.append(f"   {_cell(extras)}.")
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
     for node in s["nodes"]:
         kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .common import describe_also, describe_api, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
+from .common import describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
 
 WIDTH = 80
 MAX_BURSTS = 25
@@ -54,13 +54,10 @@ def render(analysis) -> str:
             out += _wrap("likely cause: " + describe_causes(burst["causes"]), "    ")
         out += _wrap(f"-> {lead['action']} [{lead['rule']}]", "    ")
         out += _wrap(lead["remedy"], "       ")
-        extra = []
-        if burst["echoes"]:
-            extra.append(f"{burst['echoes']} generic LLM_FAILED echo{'es' if burst['echoes'] != 1 else ''}")
-        if burst["also"]:
-            extra.append("also " + describe_also(burst["also"]))
-        if extra:
-            out += textwrap.wrap("+ " + "; ".join(extra), WIDTH, initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+        extras = describe_burst_extras(burst)
+        if extras:
+            out += textwrap.wrap("+ " + extras, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                                 break_on_hyphens=False)
     if len(bursts) > MAX_BURSTS:
         out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
 
