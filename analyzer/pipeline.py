@@ -27,6 +27,7 @@ from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
 from .readers import READ_ERRORS, Limits, Selection, Unpacker, sniff, SafeStream
 from .records import Finding, InputStats, Skipped
+from .report import Summary
 from .rules import RuleSet
 from .scanner import HISTORY_BYTES, Prefilter, ScanCounts, scan_stream
 
@@ -509,7 +510,7 @@ class Analysis:
     findings: list[Finding]
     inputs: InputStats
     rules: RuleSet
-    summary: dict = field(default_factory=dict)
+    summary: Summary = field(default_factory=Summary)
 
 
 def analyze(paths: Iterable[str], rules: RuleSet | None = None, rules_dirs: Iterable[str | Path] = (),

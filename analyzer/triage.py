@@ -2,8 +2,8 @@
 
 Stage: triage. Counts by code x API with first/last seen and sources; bursts of findings per
 source, each with its probable lead (the earliest specific code; generic LLM_FAILED echoes are
-attached to it), non-recoverable bursts first. Output is plain data (dicts and lists), sorted,
-so every writer renders the same diagnosis deterministically.
+attached to it), non-recoverable bursts first. Output is a `report.Summary` (frozen records,
+sorted), so every writer renders the same diagnosis deterministically.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import datetime
 import pandas as pd
 
 from .records import Finding
+from .report import ActionRow, AlsoCode, Burst, BurstLead, Cause, CodeRow, NodeRow, Summary
 from .rules import RuleSet
 
 BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
@@ -22,29 +23,28 @@ _COLUMNS = ["source", "line", "timestamp", "code", "name", "api", "action", "rul
             "node", "kind"]
 
 
-def summarize(findings: list[Finding], rules: RuleSet) -> dict:
+def summarize(findings: list[Finding], rules: RuleSet) -> Summary:
     """The summary block every report shows."""
     if not findings:
-        return {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "actions": [], "nodes": [],
-                "bursts": []}
+        return Summary()
     # Columnar and categorical: building the frame is what costs on big inputs (perf.md).
     index = {name: i for i, name in enumerate(Finding._fields)}
     frame = pd.DataFrame({c: [f[index[c]] for f in findings] for c in _COLUMNS})
     for column in ("source", "code", "name", "api", "action", "rule", "node", "kind"):
         frame[column] = frame[column].astype("category")
     unrecoverable = int((frame["recoverable"] != True).sum())  # noqa: E712 - None counts too
-    return {
-        "findings": len(findings),
-        "unrecoverable": unrecoverable,
-        "unknown_codes": int(frame["name"].isna().sum()),
-        "codes": _by_code_api(frame),
-        "actions": _by_action(frame),
-        "nodes": _by_node(frame),
-        "bursts": _bursts(findings),
-    }
+    return Summary(
+        findings=len(findings),
+        unrecoverable=unrecoverable,
+        unknown_codes=int(frame["name"].isna().sum()),
+        codes=_by_code_api(frame),
+        actions=_by_action(frame),
+        nodes=_by_node(frame),
+        bursts=_bursts(findings),
+    )
 
 
-def _by_code_api(frame: pd.DataFrame) -> list[dict]:
+def _by_code_api(frame: pd.DataFrame) -> tuple[CodeRow, ...]:
     """Count per (code, API, rule), with first/last seen and the sources it came from."""
     keyed = frame.assign(api_key=frame["api"].astype("object").fillna(""),
                          name_key=frame["name"].astype("object").fillna(""),
@@ -53,44 +53,43 @@ def _by_code_api(frame: pd.DataFrame) -> list[dict]:
     for (code, name, api, rule), group in keyed.groupby(["code", "name_key", "api_key", "rule"], observed=True, sort=True):
         stamped = group[group["ts"] != ""]
         first = group.iloc[0]
-        rows.append({
-            "code": code,
-            "name": name or None,
-            "api": api or None,
-            "rule": rule,
-            "action": str(first["action"]),
-            "recoverable": None if pd.isna(first["recoverable"]) else bool(first["recoverable"]),
-            "count": int(len(group)),
-            "first_seen": stamped["ts"].min() if len(stamped) else None,
-            "last_seen": stamped["ts"].max() if len(stamped) else None,
-            "first_at": f"{first['source']}:{int(first['line'])}",
-            "sources": sorted({str(s) for s in group["source"]}),
-        })
+        rows.append(CodeRow(
+            code=str(code),
+            name=str(name) or None,
+            api=str(api) or None,
+            rule=str(rule),
+            action=str(first["action"]),
+            recoverable=None if pd.isna(first["recoverable"]) else bool(first["recoverable"]),
+            count=int(len(group)),
+            first_seen=str(stamped["ts"].min()) if len(stamped) else None,
+            last_seen=str(stamped["ts"].max()) if len(stamped) else None,
+            first_at=f"{first['source']}:{int(first['line'])}",
+            sources=tuple(sorted({str(s) for s in group["source"]})),
+        ))
     # Non-recoverable first, then most frequent, then by code for a stable order.
-    rows.sort(key=lambda r: (r["recoverable"] is True, -r["count"], r["code"], r["api"] or "", r["rule"]))
-    return rows
+    rows.sort(key=lambda r: (r.recoverable is True, -r.count, r.code, r.api or "", r.rule))
+    return tuple(rows)
 
 
-def _by_action(frame: pd.DataFrame) -> list[dict]:
+def _by_action(frame: pd.DataFrame) -> tuple[ActionRow, ...]:
     counts = frame.groupby("action", observed=True).size()
-    return sorted(({"action": str(a), "count": int(n)} for a, n in counts.items()),
-                  key=lambda r: (-r["count"], r["action"]))
+    return tuple(sorted((ActionRow(str(a), int(n)) for a, n in counts.items()), key=lambda r: (-r.count, r.action)))
 
 
-def _by_node(frame: pd.DataFrame) -> list[dict]:
+def _by_node(frame: pd.DataFrame) -> tuple[NodeRow, ...]:
     """Per node (from the bundle or folder name): how many findings, how bad, from which logs."""
     keyed = frame.assign(node_key=frame["node"].astype("object").fillna(""),
                          bad=frame["recoverable"] != True)  # noqa: E712
     rows = []
     for node, group in keyed.groupby("node_key", sort=True):
-        rows.append({
-            "node": node or None,
-            "findings": int(len(group)),
-            "unrecoverable": int(group["bad"].sum()),
-            "kinds": {str(k): int(n) for k, n in sorted(group["kind"].value_counts().items()) if n},
-            "sources": sorted({str(s) for s in group["source"]}),
-        })
-    return rows
+        rows.append(NodeRow(
+            node=str(node) or None,
+            findings=int(len(group)),
+            unrecoverable=int(group["bad"].sum()),
+            kinds=tuple((str(k), int(n)) for k, n in sorted(group["kind"].value_counts().items()) if n),
+            sources=tuple(sorted({str(s) for s in group["source"]})),
+        ))
+    return tuple(rows)
 
 
 def _seconds(ts: str | None) -> float | None:
@@ -124,7 +123,7 @@ def _split_bursts(findings: list[Finding]) -> list[list[Finding]]:
     return bursts
 
 
-def _bursts(findings: list[Finding]) -> list[dict]:
+def _bursts(findings: list[Finding]) -> tuple[Burst, ...]:
     """Group findings into bursts and name the probable lead of each: the earliest specific
     code, with the generic LLM_FAILED echoes attached. The most severe bursts come first."""
     out = []
@@ -132,38 +131,38 @@ def _bursts(findings: list[Finding]) -> list[dict]:
         specific = [f for f in group if not f.generic]
         lead = specific[0] if specific else group[0]
         echoes = [f for f in group if f.generic and f is not lead]
-        others = {}
+        others: dict[tuple[str, str, str], Finding] = {}
         for f in specific:
             if f is not lead:
                 others.setdefault((f.code, f.api or "", f.action), f)
         # A traceback's last line has no stamp of its own: it takes its record's time.
-        stamps = [f.timestamp or f.time_hint for f in group if f.timestamp or f.time_hint]
+        stamps = [t for t in (f.timestamp or f.time_hint for f in group) if t]
         # Lower-level errors logged just before the lead: the likely root cause.
-        causes = list(lead.causes)[:5]
-        out.append({
-            "source": lead.source,
-            "node": lead.node,
-            "kind": lead.kind,
-            "pid": lead.pid,
-            "lines": [group[0].line, group[-1].line],
-            "first_seen": min(stamps) if stamps else None,
-            "last_seen": max(stamps) if stamps else None,
-            "findings": len(group),
-            "severe": any(f.recoverable is not True for f in specific or group),
-            "lead": {
-                "line": lead.line, "timestamp": lead.timestamp, "inferred_time": lead.time_hint,
-                "code": lead.code, "name": lead.name,
-                "api": lead.api, "api_evidence": lead.api_evidence, "recoverable": lead.recoverable,
-                "rule": lead.rule, "action": lead.action, "remedy": lead.remedy, "text": lead.text,
-            },
-            "echoes": len(echoes),
-            "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in causes],
-            "also": [{"code": f.code, "name": f.name, "api": f.api, "line": f.line, "action": f.action,
-                      "recoverable": f.recoverable}
-                     for _, f in sorted(others.items())],
-        })
+        causes = tuple(Cause(line, family, code, meaning) for line, family, code, meaning in lead.causes[:5])
+        out.append(Burst(
+            source=lead.source,
+            node=lead.node,
+            kind=lead.kind,
+            pid=lead.pid,
+            first_line=group[0].line,
+            last_line=group[-1].line,
+            first_seen=min(stamps) if stamps else None,
+            last_seen=max(stamps) if stamps else None,
+            findings=len(group),
+            severe=any(f.recoverable is not True for f in specific or group),
+            lead=BurstLead(
+                line=lead.line, timestamp=lead.timestamp, inferred_time=lead.time_hint,
+                code=lead.code, name=lead.name,
+                api=lead.api, api_evidence=lead.api_evidence, recoverable=lead.recoverable,
+                rule=lead.rule, action=lead.action, remedy=lead.remedy, text=lead.text,
+            ),
+            echoes=len(echoes),
+            causes=causes,
+            also=tuple(AlsoCode(code=f.code, name=f.name, api=f.api, line=f.line, action=f.action,
+                                recoverable=f.recoverable)
+                       for _, f in sorted(others.items())),
+        ))
     # Bursts holding something not known to be recoverable first; then in time order (untimed
     # last), so the story reads forward.
-    out.sort(key=lambda b: (not b["severe"], b["first_seen"] is None, b["first_seen"] or "",
-                            b["source"], b["lines"][0]))
-    return out
+    out.sort(key=lambda b: (not b.severe, b.first_seen is None, b.first_seen or "", b.source, b.first_line))
+    return tuple(out)

@@ -150,7 +150,7 @@ def test_library_call(logs):
 
     result = analyze([str(logs)])
     assert [f.action for f in result.findings] == ["relink", "retry-later"]
-    assert result.summary["bursts"][0]["lead"]["api"] == "PullKvBlocks"
+    assert result.summary.bursts[0].lead.api == "PullKvBlocks"
     assert result.inputs.files == 3
 
 

@@ -1,27 +1,31 @@
-"""Report writers: one module per format, each with `render(analysis) -> str` (and, where the
-report can be large, `write(analysis, out)` that streams it).
+"""Report writers: one module per format, each a `Writer` (below), listed in `WRITERS`.
 
-The registry is a plain dict so adding a format (SARIF, JUnit, HTML) is one module and one line.
+Writers read an `Analysis`: its findings, its input stats and its `report.Summary` (the typed
+contract with triage; attributes, never dict keys). To add a format (SARIF, JUnit, HTML, ...):
+one module here with `name`, `suffix` and `write`, one line in `WRITERS`, and its golden report
+(`make golden`); the golden test fails for a registered format without one.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, TextIO
+import io
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from . import json_report, markdown, text
 
+if TYPE_CHECKING:
+    from .. import Analysis
+
 
 class Writer(Protocol):
-    def render(self, analysis) -> str: ...
+    """One report format. A module satisfies it with module-level `name`, `suffix` and `write`."""
 
+    name: str  # the --format value
+    suffix: str  # file suffix of a saved report, e.g. ".md" (the golden report is sample_logs + suffix)
 
-def write_report(fmt: str, analysis, out: TextIO) -> None:
-    """Write the report in `fmt` to `out`, streaming when the writer can."""
-    writer = WRITERS[fmt]
-    if hasattr(writer, "write"):
-        writer.write(analysis, out)
-    else:
-        out.write(writer.render(analysis))
+    def write(self, analysis: Analysis, out: TextIO) -> None:
+        """Write the whole report to `out` (streaming, where the report can be large)."""
+        ...
 
 
 WRITERS: dict[str, Writer] = {
@@ -29,3 +33,15 @@ WRITERS: dict[str, Writer] = {
     "markdown": markdown,
     "json": json_report,
 }
+
+
+def write_report(fmt: str, analysis: Analysis, out: TextIO) -> None:
+    """Write the report in `fmt` to `out`."""
+    WRITERS[fmt].write(analysis, out)
+
+
+def render_report(fmt: str, analysis: Analysis) -> str:
+    """The report in `fmt`, as a string."""
+    buf = io.StringIO()
+    write_report(fmt, analysis, buf)
+    return buf.getvalue()

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..report import AlsoCode, Burst, Cause
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
 
 def describe_code(code: str, name: str | None) -> str:
     return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
@@ -46,40 +54,40 @@ def human_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def inputs_line(analysis) -> str:
+def inputs_line(analysis: Analysis) -> str:
     i = analysis.inputs
     s = analysis.summary
-    return (f"{plural(s['findings'], 'finding')} ({s['unrecoverable']} not known recoverable) in "
+    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
             + (f"; {plural(i.excluded, 'file or folder', 'files or folders')} left out by --include/--exclude" if i.excluded else "")
             + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))
 
 
-def describe_causes(causes: list[dict]) -> str:
+def describe_causes(causes: Sequence[Cause]) -> str:
     """`hccl 9 (HCCL timeout) at line 55; runtime 507046 (stream sync timeout) at line 67`."""
-    return "; ".join(f"{c['family']} {c['code']} ({c['meaning']}) at line {c['line']}" for c in causes)
+    return "; ".join(f"{c.family} {c.code} ({c.meaning}) at line {c.line}" for c in causes)
 
 
-def describe_also(also: list[dict]) -> str:
+def describe_also(also: Sequence[AlsoCode]) -> str:
     """The other codes of a burst, each with its own action when it differs."""
     items = []
     for a in also:
-        text = a["name"] or f"unknown {a['code']}"
-        if a["api"]:
-            text += f" from {a['api']}"
-        text += f" -> {a['action']}"
-        if a["recoverable"] is False:
+        text = a.name or f"unknown {a.code}"
+        if a.api:
+            text += f" from {a.api}"
+        text += f" -> {a.action}"
+        if a.recoverable is False:
             text += " (NOT recoverable)"
         items.append(text)
     return ", ".join(items)
 
 
-def describe_burst_extras(burst: dict) -> str:
+def describe_burst_extras(burst: Burst) -> str:
     """`2 generic LLM_FAILED echoes; also X from API -> action, ...` (empty when neither)."""
     notes = []
-    if burst["echoes"]:
-        notes.append(f"{plural(burst['echoes'], 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
-    if burst["also"]:
-        notes.append("also " + describe_also(burst["also"]))
+    if burst.echoes:
+        notes.append(f"{plural(burst.echoes, 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
+    if burst.also:
+        notes.append("also " + describe_also(burst.also))
     return "; ".join(notes)

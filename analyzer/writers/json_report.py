@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import io
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
+name = "json"
+suffix = ".json"
 
 REPORT_VERSION = 1
 
 
-def write(analysis, out: TextIO) -> None:
+def write(analysis: Analysis, out: TextIO) -> None:
     head = {
         "tool": "ddtriage",
         "version": REPORT_VERSION,
         "inputs": analysis.inputs.to_dict(),
-        "summary": analysis.summary,
+        "summary": analysis.summary.to_dict(),
     }
     text = json.dumps(head, indent=2, ensure_ascii=False)
     out.write(text[:-2] + ',\n  "findings": [')
@@ -31,7 +37,7 @@ def write(analysis, out: TextIO) -> None:
     out.write("\n  ]\n}\n" if analysis.findings else "]\n}\n")
 
 
-def render(analysis) -> str:
+def render(analysis: Analysis) -> str:
     buf = io.StringIO()
     write(analysis, buf)
     return buf.getvalue()

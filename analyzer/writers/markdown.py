@@ -8,17 +8,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TextIO
+
 from .common import describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, recoverable_word
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
+name = "markdown"
+suffix = ".md"
 
 MAX_FINDINGS = 1000
 
 
-def _cell(value) -> str:
+def _cell(value: object) -> str:
     text = "" if value is None else str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
-def render(analysis) -> str:
+def write(analysis: Analysis, out: TextIO) -> None:
+    out.write(render(analysis))
+
+
+def render(analysis: Analysis) -> str:
     s = analysis.summary
     out = ["# ddtriage report", "", inputs_line(analysis), ""]
     skipped = analysis.inputs.to_dict()["skipped"]
@@ -30,30 +42,31 @@ def render(analysis) -> str:
         out.append("No LLM-DataDist status codes found.")
         return "\n".join(out) + "\n"
     out += ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
-    for n, b in enumerate(s["bursts"], 1):
-        lead = b["lead"]
-        out.append(f"{n}. **{_cell(describe_code(lead['code'], lead['name']))}** "
-                   f"{_cell(describe_api(lead['api'], lead['api_evidence']))}, "
-                   + (f"node {_cell(b['node'])}, " if b["node"] else "")
-                   + f"`{_cell(b['source'])}:{lead['line']}`"
-                   + (f" at {lead['timestamp'] or '~' + lead['inferred_time']}" if lead["timestamp"] or lead["inferred_time"] else "")
-                   + f", {recoverable_word(lead['recoverable'])}.")
-        if b["causes"]:
-            out.append("   Likely cause: " + _cell(describe_causes(b["causes"])) + ".")
-        out.append(f"   **Action: `{lead['action']}`** ({_cell(lead['rule'])}): {_cell(lead['remedy'])}")
+    for n, b in enumerate(s.bursts, 1):
+        lead = b.lead
+        when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
+        out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
+                   f"{_cell(describe_api(lead.api, lead.api_evidence))}, "
+                   + (f"node {_cell(b.node)}, " if b.node else "")
+                   + f"`{_cell(b.source)}:{lead.line}`"
+                   + (f" at {when}" if when else "")
+                   + f", {recoverable_word(lead.recoverable)}.")
+        if b.causes:
+            out.append("   Likely cause: " + _cell(describe_causes(b.causes)) + ".")
+        out.append(f"   **Action: `{lead.action}`** ({_cell(lead.rule)}): {_cell(lead.remedy)}")
         extras = describe_burst_extras(b)
         if extras:
             out.append(f"   {_cell(extras)}.")
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
-    for node in s["nodes"]:
-        kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())
-        out.append(f"| {_cell(node['node'] or '(no node)')} | {node['findings']} | {node['unrecoverable']} | {_cell(kinds)} |")
+    for node in s.nodes:
+        kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
+        out.append(f"| {_cell(node.node or '(no node)')} | {node.findings} | {node.unrecoverable} | {_cell(kinds)} |")
     out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
             "|---:|---|---|---|---|---|---|---|"]
-    for r in s["codes"]:
-        out.append(f"| {r['count']} | {r['code']} | {_cell(r['name'] or 'unknown')} | {_cell(r['api'] or '-')} | "
-                   f"{r['action']} | {_cell(r['rule'])} | {_cell(r['first_seen'] or r['first_at'])} | "
-                   f"{_cell(', '.join(r['sources']))} |")
+    for r in s.codes:
+        out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
+                   f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
+                   f"{_cell(', '.join(r.sources))} |")
     out += ["", "## Findings", "", "| where | node | time | code | API (evidence) | action |",
             "|---|---|---|---|---|---|"]
     for f in analysis.findings[:MAX_FINDINGS]:

@@ -13,8 +13,16 @@
 from __future__ import annotations
 
 import textwrap
+from typing import TYPE_CHECKING, TextIO
 
-from .common import describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, plural, recoverable_word, short_source
+from .common import (describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, plural,
+                     recoverable_word, short_source)
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
+name = "text"
+suffix = ".txt"
 
 WIDTH = 80
 MAX_BURSTS = 25
@@ -26,7 +34,11 @@ def _wrap(text: str, indent: str, width: int = WIDTH) -> list[str]:
                          break_long_words=True, break_on_hyphens=False) or [indent]
 
 
-def render(analysis) -> str:
+def write(analysis: Analysis, out: TextIO) -> None:
+    out.write(render(analysis))
+
+
+def render(analysis: Analysis) -> str:
     s = analysis.summary
     out = _wrap("ddtriage: " + inputs_line(analysis), "")
     for skipped in analysis.inputs.to_dict()["skipped"]:
@@ -35,25 +47,27 @@ def render(analysis) -> str:
         out += ["", "No LLM-DataDist status codes found."]
         return "\n".join(out) + "\n"
 
-    bursts = s["bursts"]
+    bursts = s.bursts
     out += ["", f"Diagnosis: {len(bursts)} burst{'s' if len(bursts) != 1 else ''}, most severe first"]
     for n, burst in enumerate(bursts[:MAX_BURSTS], 1):
-        lead = burst["lead"]
-        first, last = burst["lines"]
+        lead = burst.lead
+        first, last = burst.first_line, burst.last_line
         span = f":{first}" + (f"-{last}" if last != first else "")
-        where = short_source(burst["source"], WIDTH - 4 - len(span)) + span
-        if burst["node"] and burst["node"] not in burst["source"]:
-            where = f"{burst['node']}: {where}"
-        out += textwrap.wrap(f"{n:>2}. {describe_code(lead['code'], lead['name'])} "
-                             f"{describe_api(lead['api'], lead['api_evidence'])}", WIDTH, subsequent_indent="    ", break_on_hyphens=False)
+        where = short_source(burst.source, WIDTH - 4 - len(span)) + span
+        if burst.node and burst.node not in burst.source:
+            where = f"{burst.node}: {where}"
+        out += textwrap.wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} "
+                             f"{describe_api(lead.api, lead.api_evidence)}", WIDTH, subsequent_indent="    ",
+                             break_on_hyphens=False)
         out += _wrap(where, "    ")
-        when = lead["timestamp"] or (f"~{lead['inferred_time']} (from the lines before)" if lead["inferred_time"] else "no timestamp")
-        out += _wrap(f"line {lead['line']}, {when}, "
-                     f"{recoverable_word(lead['recoverable'])}", "    ")
-        if burst["causes"]:
-            out += _wrap("likely cause: " + describe_causes(burst["causes"]), "    ")
-        out += _wrap(f"-> {lead['action']} [{lead['rule']}]", "    ")
-        out += _wrap(lead["remedy"], "       ")
+        when = lead.timestamp or (f"~{lead.inferred_time} (from the lines before)" if lead.inferred_time
+                                  else "no timestamp")
+        out += _wrap(f"line {lead.line}, {when}, "
+                     f"{recoverable_word(lead.recoverable)}", "    ")
+        if burst.causes:
+            out += _wrap("likely cause: " + describe_causes(burst.causes), "    ")
+        out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ")
+        out += _wrap(lead.remedy, "       ")
         extras = describe_burst_extras(burst)
         if extras:
             out += textwrap.wrap("+ " + extras, WIDTH, initial_indent="    ", subsequent_indent="      ",
@@ -62,16 +76,16 @@ def render(analysis) -> str:
         out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
 
     out += ["", "By node"]
-    for node in s["nodes"]:
-        kinds = ", ".join(f"{n} {k}" for k, n in node["kinds"].items())
-        out += _wrap(f"{node['node'] or '(no node)'}: {plural(node['findings'], 'finding')} "
-                     f"({node['unrecoverable']} not known recoverable; {kinds})", "  ")
+    for node in s.nodes:
+        kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
+        out += _wrap(f"{node.node or '(no node)'}: {plural(node.findings, 'finding')} "
+                     f"({node.unrecoverable} not known recoverable; {kinds})", "  ")
 
     out += ["", "Codes by API"]
     out.append(f"{'count':>5}  {'code':<31}  {'api':<17}  action [rule]")
-    for row in s["codes"]:
-        name = row["name"] or f"unknown {row['code']}"
-        out += textwrap.wrap(f"{row['count']:>5}  {name:<31}  {row['api'] or '-':<17}  {row['action']} [{row['rule']}]",
+    for row in s.codes:
+        code = row.name or f"unknown {row.code}"
+        out += textwrap.wrap(f"{row.count:>5}  {code:<31}  {row.api or '-':<17}  {row.action} [{row.rule}]",
                              WIDTH, subsequent_indent=" " * 59, break_on_hyphens=False)
 
     out += ["", "Findings"]

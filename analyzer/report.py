@@ -1,0 +1,206 @@
+"""The report contract: the typed summary that triage builds and every writer reads.
+
+Stage: between triage and writers. Triage fills these records (`triage.summarize`); writers read
+their attributes, never dict keys, so a new format needs only this module to know what a report
+holds. Each record's `to_dict()` is its JSON shape, with a stable key order (the `summary` block
+of `--format json`).
+
+Records are frozen and slotted; sequences inside them are tuples. To extend the contract, add a
+record type here and a field with a default to the record that holds it (a field with a default
+goes last, so existing constructor calls and writers keep working), then add it to `to_dict()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CodeRow:
+    """How often one code came from one API under one rule (a row of "Codes by API")."""
+
+    code: str  # "0x5010B009"
+    name: str | None  # C++ name; None for a code the catalog does not know
+    api: str | None  # canonical API name; None when no API was found
+    rule: str  # id of the remedy rule that applied
+    action: str  # the rule's action word ("relink", "retry-later", ...)
+    recoverable: bool | None  # None: unknown
+    count: int  # findings in this row
+    first_seen: str | None  # earliest ISO 8601 timestamp; None when no finding had one
+    last_seen: str | None  # latest ISO 8601 timestamp
+    first_at: str  # "source:line" of the first finding, for rows without timestamps
+    sources: tuple[str, ...]  # every source the row's findings came from, sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "api": self.api,
+            "rule": self.rule,
+            "action": self.action,
+            "recoverable": self.recoverable,
+            "count": self.count,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "first_at": self.first_at,
+            "sources": list(self.sources),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRow:
+    """How many findings call for one action."""
+
+    action: str
+    count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "count": self.count}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRow:
+    """The findings of one node (from the bundle or folder name): how many, how bad, from which logs."""
+
+    node: str | None  # None: findings whose path names no node
+    findings: int
+    unrecoverable: int  # findings not known to be recoverable
+    kinds: tuple[tuple[str, int], ...]  # (log kind: host | device | application, findings), by kind
+    sources: tuple[str, ...]  # sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "findings": self.findings,
+            "unrecoverable": self.unrecoverable,
+            "kinds": dict(self.kinds),
+            "sources": list(self.sources),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """A lower-level error (HCCL, runtime, socket, ...) logged just before a lead: its likely cause."""
+
+    line: int
+    family: str  # neighbour family id, e.g. "hccl", "runtime"
+    code: str  # that family's code, as logged ("507046")
+    meaning: str  # what the code means ("stream sync timeout")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "family": self.family, "code": self.code, "meaning": self.meaning}
+
+
+@dataclass(frozen=True, slots=True)
+class BurstLead:
+    """The probable lead of a burst: its earliest specific code, with what to do about it."""
+
+    line: int
+    timestamp: str | None  # ISO 8601, None when the line has no stamp
+    inferred_time: str | None  # for a stamp-less line: the time of the record before it
+    code: str
+    name: str | None
+    api: str | None
+    api_evidence: str | None  # where the API was read: func | tag | message | traceback | nearby
+    recoverable: bool | None
+    rule: str
+    action: str
+    remedy: str
+    text: str  # the log line (cut to the scanner's width)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "timestamp": self.timestamp,
+            "inferred_time": self.inferred_time,
+            "code": self.code,
+            "name": self.name,
+            "api": self.api,
+            "api_evidence": self.api_evidence,
+            "recoverable": self.recoverable,
+            "rule": self.rule,
+            "action": self.action,
+            "remedy": self.remedy,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AlsoCode:
+    """Another specific code in a burst (besides its lead), with its own action."""
+
+    code: str
+    name: str | None
+    api: str | None
+    line: int  # its first line in the burst
+    action: str
+    recoverable: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "name": self.name, "api": self.api, "line": self.line, "action": self.action,
+                "recoverable": self.recoverable}
+
+
+@dataclass(frozen=True, slots=True)
+class Burst:
+    """A run of findings of one thread (or process) in one source: one operation's failure, its
+    echoes and what it set off."""
+
+    source: str
+    node: str | None
+    kind: str  # host | device | application
+    pid: str | None
+    first_line: int
+    last_line: int
+    first_seen: str | None  # earliest time in the burst (stamped or inferred), None without any
+    last_seen: str | None
+    findings: int  # findings in the burst, lead and echoes included
+    severe: bool  # holds a specific code not known to be recoverable
+    lead: BurstLead
+    echoes: int  # generic LLM_FAILED findings attached to the lead
+    causes: tuple[Cause, ...]  # the lead's likely causes (at most five)
+    also: tuple[AlsoCode, ...]  # the other specific codes, one per (code, API, action)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "node": self.node,
+            "kind": self.kind,
+            "pid": self.pid,
+            "lines": [self.first_line, self.last_line],
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "findings": self.findings,
+            "severe": self.severe,
+            "lead": self.lead.to_dict(),
+            "echoes": self.echoes,
+            "causes": [c.to_dict() for c in self.causes],
+            "also": [a.to_dict() for a in self.also],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The diagnosis every report shows, sorted so every writer renders it the same way.
+
+    `Summary()` is the summary of no findings."""
+
+    findings: int = 0
+    unrecoverable: int = 0  # findings not known to be recoverable (unknown counts as not)
+    unknown_codes: int = 0  # findings whose code the catalog does not know
+    codes: tuple[CodeRow, ...] = ()  # not recoverable first, then most frequent
+    actions: tuple[ActionRow, ...] = ()  # most frequent first
+    nodes: tuple[NodeRow, ...] = ()  # by node name, no node first
+    bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": self.findings,
+            "unrecoverable": self.unrecoverable,
+            "unknown_codes": self.unknown_codes,
+            "codes": [r.to_dict() for r in self.codes],
+            "actions": [r.to_dict() for r in self.actions],
+            "nodes": [r.to_dict() for r in self.nodes],
+            "bursts": [b.to_dict() for b in self.bursts],
+        }
