@@ -7,7 +7,7 @@ Library first: everything the CLI does is a call here.
     from analyzer import analyze, load_rules, explain
     result = analyze(["sample_logs/"])
     result.findings        # list[Finding]
-    result.summary         # dict: counts by code x API, bursts with their lead
+    result.summary         # report.Summary: counts by code x API, by node, bursts with their lead
     result.inputs          # InputStats: files, lines, bytes read, skipped inputs
 """
 
