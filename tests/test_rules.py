@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import RuleError, analyze_text, load_rules
-from analyzer.pipeline import Engine, Options
+from analyzer.engine import Engine
 from analyzer.rulecheck import check_examples, example_result
 
 
@@ -21,7 +21,7 @@ def _cases():
 
 @pytest.fixture(scope="module")
 def engine(rules):
-    return Engine(rules, Options(prefilter="find"))
+    return Engine(rules, prefilter_engine="find")
 
 
 @pytest.mark.parametrize("rule_id,example,should_match", list(_cases()))
