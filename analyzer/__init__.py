@@ -2,6 +2,8 @@
 
     paths -> inputs -> scanner -> patterns/context -> rules -> triage -> writers
 
+`api` is the facade; `engine` runs the stages on one stream, `parallel` runs many at once.
+
 Library first: everything the CLI does is a call here.
 
     from analyzer import analyze, load_rules, explain
@@ -11,9 +13,9 @@ Library first: everything the CLI does is a call here.
     result.inputs          # InputStats: files, lines, bytes read, skipped inputs
 """
 
+from .api import Analysis, Options, analyze, analyze_text
 from .errors import DDTriageError, InputError, RuleError
 from .explain import explain
-from .pipeline import Analysis, analyze, analyze_text
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 
@@ -26,6 +28,6 @@ def load_rules(*dirs) -> RuleSet:
 
 
 __all__ = [
-    "Analysis", "DDTriageError", "Finding", "InputError", "InputStats", "RuleError", "RuleSet",
+    "Analysis", "DDTriageError", "Finding", "InputError", "InputStats", "Options", "RuleError", "RuleSet",
     "Skipped", "analyze", "analyze_text", "explain", "load_rules",
 ]

@@ -3,16 +3,23 @@
 Stage: context. For a hit it looks, in order, at the same line (plog `Func:` field, a Python
 `[func]` tag, API names in the message), then at the frames of the Python traceback that the
 line ends, then at the nearest earlier line of the same process/thread within a bounded window.
+It also decides whether a generic LLM_FAILED hit is LLM-DataDist's (`GenericPolicy`).
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from .catalog import ApiTable
 from .logline import Header, header_for, parse_header, record_headers
+from .scanner import HISTORY_BYTES
+from .timepolicy import parse_ts
+
+if TYPE_CHECKING:
+    from .inputs import YearHint
 
 LOOKBACK_LINES = 12  # how far "nearest earlier line" may be: one operation's few lines, not the last API call of the thread
 _TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
@@ -20,6 +27,9 @@ _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
 _TRACEBACK_START = "Traceback (most recent call last)"
 # A line that says it belongs to LLM-DataDist even without an API name in it.
 _LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|h)\b|data_cache_engine|\bhixl\b|LLMStatusCode|LLMException")
+
+ECHO_SECONDS = 2.0  # how soon after a specific code a generic failure in its thread is its echo
+ECHO_MEMORY = 64  # specific codes remembered per stream for that test
 
 Lookback = Callable[[], Sequence[tuple[int, str]]]
 
@@ -65,10 +75,12 @@ class ApiResolver:
         return (best[1], "message") if best else None
 
     def mentions_llm(self, line: str) -> bool:
+        """Whether the line names LLM-DataDist (a source file, a class, the library) itself."""
         return _LLM_MARKER.search(line) is not None
 
     # -- full resolution ---------------------------------------------------------------------
-    def resolve(self, line: str, header: Header, offset: int, lookback: Lookback, year: int | None) -> ApiContext:
+    def resolve(self, line: str, header: Header, offset: int, lookback: Lookback,
+                year: YearHint | None) -> ApiContext:
         found = self.on_line(line, header, offset)
         if found:
             return ApiContext(found[0], found[1], None)
@@ -85,7 +97,8 @@ class ApiResolver:
                 return ApiContext(found[0], "nearby", line_no)
         return ApiContext(None, None, None)
 
-    def _from_traceback(self, header: Header, earlier: Sequence[tuple[int, str]], year: int | None):
+    def _from_traceback(self, header: Header, earlier: Sequence[tuple[int, str]],
+                        year: YearHint | None) -> tuple[str | None, int | None]:
         """Innermost recognisable frame of the traceback that ends right before this line."""
         frames: list[tuple[int, str]] = []
         saw_start = False
@@ -120,3 +133,41 @@ def same_thread(a: Header, b: Header) -> bool:
     if a.tid and b.tid and a.tid != b.tid:
         return False
     return True
+
+
+class GenericPolicy:
+    """Whether a generic LLM_FAILED hit is LLM-DataDist's failure or the graph engine's own.
+
+    One per stream: it remembers the specific codes seen lately, because a generic failure
+    right after one of them in the same thread is that code's echo."""
+
+    def __init__(self, resolver: ApiResolver) -> None:
+        self.resolver = resolver
+        self.shared = resolver.apis.shared
+        self.recent: deque[tuple[int, int, Header]] = deque(maxlen=ECHO_MEMORY)
+
+    def note_specific(self, line_no: int, offset: int, header: Header) -> None:
+        """A specific (non-generic) code was found at this line (byte offset) and record."""
+        self.recent.append((line_no, offset, header))
+
+    def keeps(self, ctx: ApiContext, text: str, line_no: int, offset: int, header: Header) -> bool:
+        """Whether a generic hit on this line is a finding: its API ties it to LLM-DataDist, the
+        line names LLM-DataDist, or it echoes a specific code just before it."""
+        return (self.ties_to_llm_datadist(ctx) or self.resolver.mentions_llm(text)
+                or self.echoes(line_no, offset, header))
+
+    def ties_to_llm_datadist(self, ctx: ApiContext) -> bool:
+        """Whether API evidence alone makes a generic failure LLM-DataDist's: an API read from the
+        line or its traceback (not a nearby line) whose name other components do not use."""
+        return bool(ctx.api) and ctx.evidence != "nearby" and ctx.api not in self.shared
+
+    def echoes(self, line_no: int, offset: int, header: Header) -> bool:
+        """A generic failure right after a specific code in the same thread (a few lines, a
+        moment) is its echo; a graph-engine failure half a minute later is not."""
+        for seen_line, seen_offset, seen_header in reversed(self.recent):
+            if line_no - seen_line > LOOKBACK_LINES or offset - seen_offset > HISTORY_BYTES:
+                return False
+            if same_thread(header, seen_header):
+                t0, t1 = parse_ts(seen_header.timestamp), parse_ts(header.timestamp)
+                return not (t0 and t1 and abs((t1 - t0).total_seconds()) > ECHO_SECONDS)
+        return False

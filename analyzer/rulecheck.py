@@ -3,7 +3,8 @@ line with that rule; no `no_match` example may. Used by `ddtriage rules check` a
 
 from __future__ import annotations
 
-from .pipeline import Engine, Options, analyze_snippet
+from .api import analyze_snippet
+from .engine import Engine
 from .rules import Rule, RuleSet
 
 
@@ -21,7 +22,7 @@ def example_result(engine: Engine, rule: Rule, example: str) -> list[str]:
 
 def check_examples(rules: RuleSet) -> list[str]:
     """Every failing example, as `origin: rule id: reason` messages (empty when all pass)."""
-    engine = Engine(rules, Options(prefilter="find"))
+    engine = Engine(rules, prefilter_engine="find")
     problems = []
     for rule in sorted(rules.rules, key=lambda r: r.id):
         for example in rule.examples_match:

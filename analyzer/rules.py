@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .errors import RuleError
@@ -52,7 +53,8 @@ class Rule:
         score += 3 if self.nearby is not None else 0
         return score
 
-    def matches(self, value: int, known: bool, api: str | None, in_cluster: bool, nearby_text) -> bool:
+    def matches(self, value: int, known: bool, api: str | None, in_cluster: bool,
+                nearby_text: Callable[[], str]) -> bool:
         if self.unknown and known:
             return False
         if self.codes is not None and value not in self.codes:
@@ -66,6 +68,16 @@ class Rule:
         if self.nearby is not None and not self.nearby.search(nearby_text()):
             return False
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    """The rule that applies to one finding, the catalog entry of its code (None when unknown)
+    and the finding's recoverability as resolved from both."""
+
+    rule: Rule
+    code: Code | None
+    recoverable: bool | None
 
 
 class RuleSet:
@@ -92,11 +104,14 @@ class RuleSet:
             self._by_code[value] = rules
         return rules
 
-    def match(self, value: int, api: str | None, in_cluster: bool, nearby_text) -> Rule:
-        known = self.catalog.get(value) is not None
+    def match(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
+        """The most specific rule for a code found with this API context, and whether the finding
+        is recoverable (the rule says so when it sets `recoverable`, else the catalog's code)."""
+        code = self.catalog.get(value)
         for rule in self.candidates(value):
-            if rule.matches(value, known, api, in_cluster, nearby_text):
-                return rule
+            if rule.matches(value, code is not None, api, in_cluster, nearby_text):
+                recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
+                return RuleMatch(rule, code, recoverable)
         raise AssertionError(f"no rule for {format_code(value)}")  # the fallback always matches
 
     @classmethod

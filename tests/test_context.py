@@ -105,3 +105,23 @@ def test_generic_failure_not_tied_by_a_nearby_line(rules):
         "[ERROR] GE(900,python3):2025-11-12-03:40:01.1 [graph_builder.cc:77]901 BuildGraph: ErrorNo: 4294967295(failed)",
     ])
     assert analyze_text(text, rules) == []
+
+
+def test_generic_policy_keeps_echoes_only_soon_after_in_the_same_thread(rules):
+    from analyzer.context import ECHO_SECONDS, LOOKBACK_LINES, ApiContext, ApiResolver, GenericPolicy
+    from analyzer.logline import parse_header
+
+    def header(pid, second):
+        return parse_header(f"[ERROR] GE({pid},p):2025-11-12-03:40:{second:06.3f} [x.cc:1]{pid} Run: failed")
+
+    policy = GenericPolicy(ApiResolver(rules.apis))
+    nothing = ApiContext(None, None, None)
+    assert not policy.keeps(nothing, "Run: failed", 10, 1000, header(7, 5))  # no specific code before it
+    policy.note_specific(10, 1000, header(7, 5))
+    assert policy.keeps(nothing, "Run: failed", 11, 1100, header(7, 5 + ECHO_SECONDS / 2))
+    assert not policy.keeps(nothing, "Run: failed", 11, 1100, header(7, 5 + ECHO_SECONDS * 2))  # too late
+    assert not policy.keeps(nothing, "Run: failed", 10 + LOOKBACK_LINES + 1, 1100, header(7, 5))  # too far
+    assert not policy.keeps(nothing, "Run: failed", 11, 1100, header(8, 5))  # another process
+    assert policy.keeps(nothing, "Run: failed in llm_datadist.cc", 99, 9999, header(8, 5))  # names LLM-DataDist
+    assert policy.keeps(ApiContext("PullKvBlocks", "func", None), "Run: failed", 99, 9999, header(8, 5))
+    assert not policy.keeps(ApiContext("PullKvBlocks", "nearby", 98), "Run: failed", 99, 9999, header(8, 5))

@@ -82,3 +82,19 @@ def test_causes_respect_process_time_and_order(rules):
     assert [x[2] for x in a.causes] == ["12"]  # pid 2's own error only
     assert [x[2] for x in b.causes] == ["9"]  # pid 1's, though pid 2's finding came between
     assert c.causes == ()  # hcclRet 19 is 40 s before; hcclRet 13 was after pid 1's last finding
+
+
+def test_causes_are_same_process_recent_and_not_the_finding_itself(rules):
+    from analyzer.logline import parse_header
+    from analyzer.neighbours import CAUSE_SECONDS, Event, causes
+
+    header = parse_header("[ERROR] GE(5569,p):2025-11-12-03:40:40.000 [x.cc:1]5650 PullCache: ErrorNo: 1343270938(x)")
+    events = [
+        Event(1, "runtime", "507046", "m", "5569", "2025-11-12T03:40:39"),
+        Event(2, "runtime", "507047", "m", "4000", "2025-11-12T03:40:39"),  # another process
+        Event(3, "hccl", "9", "m", "5569", f"2025-11-12T03:40:{39 - CAUSE_SECONDS:02.0f}"),  # too long before
+        Event(4, "cann", "1343270938", "m", "5569", None),  # the finding's own number on its line
+        Event(4, "socket", "Connection refused", "m", None, None),
+    ]
+    assert causes(events, header, 4, 1343270938) == ((1, "runtime", "507046", "m"),
+                                                     (4, "socket", "Connection refused", "m"))

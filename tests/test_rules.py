@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import RuleError, analyze_text, load_rules
-from analyzer.pipeline import Engine, Options
+from analyzer.engine import Engine
 from analyzer.rulecheck import check_examples, example_result
 
 
@@ -21,7 +21,7 @@ def _cases():
 
 @pytest.fixture(scope="module")
 def engine(rules):
-    return Engine(rules, Options(prefilter="find"))
+    return Engine(rules, prefilter_engine="find")
 
 
 @pytest.mark.parametrize("rule_id,example,should_match", list(_cases()))
@@ -111,3 +111,26 @@ def test_failing_example_is_reported(tmp_path):
 def test_missing_rules_dir(tmp_path):
     with pytest.raises(RuleError, match="does not exist"):
         load_rules(tmp_path / "nope")
+
+
+def test_match_resolves_recoverable_from_the_rule_else_the_code(rules, tmp_path):
+    timeout = 0x5010B001  # recoverable in the catalog
+    other = rules.match(timeout, "LinkLlmClusters", False, lambda: "")
+    assert other.rule.id == "wait-timeout-other" and not other.rule.recoverable_set
+    assert other.code is not None and other.recoverable is other.code.recoverable is True
+    pull = rules.match(timeout, "PullKvBlocks", False, lambda: "")
+    assert (pull.rule.id, pull.recoverable) == ("wait-timeout-transfer", False)  # the rule overrides the code
+    mine = load_rules(write(tmp_path, """
+rules:
+  - id: my-timeout
+    match: {codes: [LLM_WAIT_PROC_TIMEOUT], apis: [LinkLlmClusters]}
+    action: relink
+    recoverable: false
+    remedy: Never retried here.
+    examples:
+      match: ["LinkClusters failed, ret = 0x5010B001"]
+"""))
+    found = mine.match(timeout, "LinkLlmClusters", False, lambda: "")
+    assert (found.rule.id, found.recoverable) == ("my-timeout", False)
+    unknown = rules.match(0x5010B0A3, None, False, lambda: "")
+    assert (unknown.rule.id, unknown.code, unknown.recoverable) == ("unknown-code", None, None)

@@ -99,7 +99,7 @@ def test_both_prefilter_engines_give_the_same_findings(rules):
     from pathlib import Path
 
     from analyzer import analyze
-    from analyzer.pipeline import Options
+    from analyzer.api import Options
 
     logs = [str(Path(__file__).parent.parent / "sample_logs"), str(Path(__file__).parent / "data" / "unseen")]
     fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))

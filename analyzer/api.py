@@ -1,0 +1,99 @@
+"""The whole triage as library calls: paths -> sources -> work units -> findings -> summary.
+
+Stage: library facade. The CLI is a thin layer over `analyze`.
+
+    from analyzer import analyze
+    result = analyze(["sample_logs/"])
+    result.findings, result.summary, result.inputs
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterable
+
+from .engine import Engine, sort_key
+from .inputs import iter_sources
+from .parallel import EngineFactory, merge, plan_units, run_units
+from .progress import Progress
+from .readers import Limits, Selection
+from .records import Finding, InputStats, Skipped
+from .report import Summary
+from .rules import RuleSet
+from .timepolicy import apply_window, settle_years
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to read inputs: unpacking limits, selection, time window, year for year-less stamps."""
+
+    limits: Limits = field(default_factory=Limits)
+    selection: Selection = field(default_factory=Selection)
+    since: datetime | None = None
+    until: datetime | None = None
+    year: int | None = None
+    prefilter: str = "auto"  # auto | hyperscan | find
+    not_these: tuple[str, ...] = ()  # files never to read (the report being written)
+
+    def engine_factory(self, rules: RuleSet) -> EngineFactory:
+        """What builds an engine for these options, in this process or in a worker."""
+        return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year,
+                       prefilter_engine=self.prefilter)
+
+
+@dataclass
+class Analysis:
+    """What a triage run produced, as data."""
+
+    findings: list[Finding]
+    inputs: InputStats
+    rules: RuleSet
+    summary: Summary = field(default_factory=Summary)
+
+
+def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,
+            rules_dirs: Iterable[str | Path] = (), options: Options | None = None, jobs: int = 1,
+            progress: Progress | None = None) -> Analysis:
+    """Scan `paths` (files, folders, archives, `-`) and return findings, input stats and summary.
+    The result is the same whatever `jobs` is."""
+    from .triage import summarize  # pandas is imported only when a summary is built
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]  # one path, not its characters
+    names = [str(p) for p in paths]
+    options = options or Options()
+    progress = progress or Progress()
+    ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
+    skipped: list[Skipped] = []
+    excluded: list[str] = []
+    sources = list(iter_sources(names, skipped, options.selection, excluded, options.not_these))
+    units = plan_units(sources, jobs)
+    progress.start(sum(s.size or 0 for s in sources), len(sources))
+    results = run_units(units, options.engine_factory(ruleset), jobs, progress)
+    progress.finish()
+    findings, stats = merge(units, results)
+    stats.skipped[:0] = skipped
+    stats.excluded += len(excluded)
+    findings.sort(key=sort_key)
+    findings = settle_years(findings)
+    windowed = apply_window(findings, options.since, options.until)
+    stats.outside_window = len(findings) - len(windowed)
+    analysis = Analysis(windowed, stats, ruleset)
+    analysis.summary = summarize(windowed, ruleset)
+    return analysis
+
+
+def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") -> list[Finding]:
+    """Findings of a snippet of log text (rule examples, notebooks)."""
+    return analyze_snippet(Engine(rules or RuleSet.load(), prefilter_engine="find"), text, name)
+
+
+def analyze_snippet(engine: Engine, text: str, name: str = "<text>") -> list[Finding]:
+    """Findings of a snippet of log text with an already compiled engine."""
+    stats = InputStats()
+    found = engine.scan_leaf(name, io.BytesIO(text.encode("utf-8")), None, stats)
+    return sorted(found, key=sort_key)

@@ -1,0 +1,221 @@
+"""The per-stream detection engine: one input or one text stream in, findings out.
+
+Stage: engine. It runs the stages on one stream in order: scanner (candidate lines) -> patterns
+(code hits) -> context (API, generic LLM_FAILED policy) -> neighbours (likely causes) -> rules
+(remedy) -> time policy (timestamps), and builds one `Finding` per hit. Everything it compiles
+(patterns, prefilter, resolver) is built once per run, or once per worker process.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import KW_ONLY, dataclass, field
+from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence, cast
+
+from .catalog import format_code
+from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
+from .inputs import Source, year_hint
+from .layout import layout_of
+from .logline import header_for, record_headers
+from .neighbours import CauseFinder, NeighbourMatcher, causes
+from .patterns import GENERIC_FAILED, CodeMatcher
+from .progress import Progress
+from .readers import READ_ERRORS, Limits, Selection, Unpacker
+from .records import Finding, InputStats, Skipped
+from .rules import RuleSet
+from .scanner import Prefilter, ScanCounts, scan_stream
+from .timepolicy import StreamClock
+
+if TYPE_CHECKING:
+    from .inputs import YearHint
+
+TEXT_WIDTH = 600  # characters of a hit line kept in a finding
+
+Lines = Sequence[tuple[int, str]]
+
+
+@dataclass
+class Engine:
+    """Everything compiled once per run (or per worker): rules, patterns, prefilter, resolver,
+    and how inputs are read (unpacking limits, selection, --year, prefilter engine)."""
+
+    rules: RuleSet
+    _: KW_ONLY
+    limits: Limits = field(default_factory=Limits)
+    selection: Selection = field(default_factory=Selection)
+    year: int | None = None  # --year: the year year-less stamps start in
+    prefilter_engine: str = "auto"  # auto | hyperscan | find
+    progress: Progress = field(default_factory=Progress)
+    matcher: CodeMatcher = field(init=False)
+    neighbours: NeighbourMatcher = field(init=False)
+    resolver: ApiResolver = field(init=False)
+    prefilter: Prefilter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.matcher = CodeMatcher(self.rules.catalog)
+        self.resolver = ApiResolver(self.rules.apis)
+        self.neighbours = self.rules.neighbours
+        # Neighbour errors are looked for only in the few lines before a finding: their short,
+        # digit-heavy literals would slow the prefilter three times over on every byte.
+        self.prefilter = Prefilter(self.matcher.literals, self.prefilter_engine)
+
+    # -- one top-level input ---------------------------------------------------------------
+    def scan_source(self, source: Source, stats: InputStats) -> list[Finding]:
+        """Findings of one input (a file, an archive, stdin). Lines and bytes read are added to
+        `stats` even when the input breaks half-way; what could not be read is listed."""
+        findings: list[Finding] = []
+        try:
+            opened = source.open()
+        except OSError as exc:
+            stats.skipped.append(Skipped(source.name, exc.strerror or str(exc)))
+            return findings
+        # Readers only call read() and close(): a raw reader serves where they expect a file.
+        raw = cast(BinaryIO, _ReportingReader(opened, self.progress.advance))
+        unpacker = Unpacker(self.limits, self.selection, stats.skipped)
+        try:
+            leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
+            while True:
+                try:
+                    leaf = next(leaves)
+                except StopIteration:
+                    break
+                except READ_ERRORS as exc:
+                    stats.skipped.append(Skipped(source.name, reason(exc)))
+                    break
+                hint = year_hint(leaf.name, leaf.mtime, self.year)
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed))
+        finally:
+            if source.path is not None:
+                raw.close()
+        stats.excluded += unpacker.excluded
+        return findings
+
+    def scan_leaf(self, name: str, stream: BinaryIO, year: YearHint | None, stats: InputStats,
+                  history: bytes = b"", year_guessed: bool = False) -> list[Finding]:
+        """Findings of one stream (a file, an archive member, a byte range after `history`);
+        its lines and bytes are added to `stats`, and a read error that stops it is listed."""
+        counts = ScanCounts()
+        findings: list[Finding] = []
+        try:
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed):
+                findings.append(finding)
+        except READ_ERRORS as exc:
+            # Whatever was read before the break is kept and accounted for.
+            stats.skipped.append(Skipped(name, f"stopped after {counts.lines} lines: {reason(exc)}"))
+        stats.files += 1
+        stats.lines += counts.lines
+        stats.bytes += counts.bytes
+        return findings
+
+    # -- one text stream ---------------------------------------------------------------------
+    def scan_stream(self, name: str, stream: BinaryIO, counts: ScanCounts, year: YearHint | None = None,
+                    history: bytes = b"", year_guessed: bool = False) -> Iterator[Finding]:
+        """The findings of one stream, in order. `history` is the text right before a parallel
+        byte range: it seeds what the stream's first lines look back at."""
+        layout = layout_of(name)
+        generic = GenericPolicy(self.resolver)
+        cause_finder = CauseFinder(self.neighbours, year)
+        clock = StreamClock(year, year_guessed)
+        if history:
+            self._seed(history, generic, cause_finder, year)
+        for cand in scan_stream(stream, self.prefilter, counts, history=history):
+            text = cand.text()
+            hits = self.matcher.find(text)
+            if not hits:
+                continue
+            headers = record_headers(text, year)
+            lookback = _memo(cand.lookback)
+            # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
+            # finding: the likely causes of what this line reports.
+            events = cause_finder.events(cand, text, lookback, headers[0].pid)
+
+            def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
+                # the burst a `nearby:` rule looks at
+                return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
+
+            for hit in hits:
+                header = header_for(headers, hit.start)
+                ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
+                if hit.form == "generic" and not generic.keeps(ctx, text, cand.line_no, cand.offset, header):
+                    continue  # the graph engine's own failure, not LLM-DataDist's
+                if hit.value != GENERIC_FAILED:
+                    generic.note_specific(cand.line_no, cand.offset, header)
+                    cause_finder.note_finding(headers[0].pid, cand.line_no, cand.offset + len(cand.raw))
+                matched = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+                rule, code = matched.rule, matched.code
+                before = causes(events, header, cand.line_no, hit.value)
+                when = clock.time_of(header, lookback)
+                yield Finding(
+                    source=name, line=cand.line_no, timestamp=when.timestamp,
+                    code=format_code(hit.value), name=code.name if code else None,
+                    api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
+                    recoverable=matched.recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
+                    text=_clip(text, hit.start), form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
+                    in_cluster_results=hit.in_cluster_results, known=code is not None,
+                    generic=code.generic if code else False, references=rule.references,
+                    node=layout.node, kind=layout.kind, device=layout.device,
+                    year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
+                )
+
+    def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,
+              year: YearHint | None) -> None:
+        """Specific codes in the bytes before a parallel range, so that echoes and causes right
+        after the range start come out exactly as in a sequential scan. (Specific codes are
+        always findings; only they bound causes and start echoes, so nothing here depends on
+        where the range starts.)"""
+        lines = history.count(b"\n")
+        for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
+            text = cand.text()
+            line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
+            headers = record_headers(text, year)
+            for hit in self.matcher.find(text):
+                if hit.value != GENERIC_FAILED:
+                    generic.note_specific(line_no, offset, header_for(headers, hit.start))
+                    cause_finder.note_finding(headers[0].pid, line_no, offset + len(cand.raw))
+
+
+def sort_key(f: Finding) -> tuple[str, int, str]:
+    """The order of findings in every report: by source, line, then code."""
+    return (f.source, f.line, f.code)
+
+
+def reason(exc: BaseException) -> str:
+    """A read error as the short reason a skipped input is listed with."""
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
+
+
+def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:
+    """`fn`, called at most once: looking back is paid for only by hits that need it."""
+    cache: list[Lines] = []
+
+    def get() -> Lines:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+    return get
+
+
+def _clip(text: str, at: int) -> str:
+    if len(text) <= TEXT_WIDTH:
+        return text
+    begin = max(0, min(at - TEXT_WIDTH // 3, len(text) - TEXT_WIDTH))
+    return ("…" if begin else "") + text[begin:begin + TEXT_WIDTH] + ("…" if begin + TEXT_WIDTH < len(text) else "")
+
+
+class _ReportingReader(io.RawIOBase):
+    """Tells the progress bar how many bytes of the input itself (compressed or not) were read."""
+
+    def __init__(self, inner: IO[bytes], report: Callable[[int], None]) -> None:
+        self.inner, self.report = inner, report
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size)
+        self.report(len(data))
+        return data
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
