@@ -21,6 +21,7 @@ from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
 from .readers import READ_ERRORS, Limits, Selection, Unpacker
+from .fingerprint import finding_fingerprint
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 from .scanner import Prefilter, ScanCounts, scan_stream
@@ -145,16 +146,18 @@ class Engine:
                 rule, code = matched.rule, matched.code
                 before = causes(events, header, cand.line_no, hit.value)
                 when = clock.time_of(header, lookback)
+                clipped, code_text = _clip(text, hit.start), format_code(hit.value)
                 yield Finding(
                     source=name, line=cand.line_no, timestamp=when.timestamp,
-                    code=format_code(hit.value), name=code.name if code else None,
+                    code=code_text, name=code.name if code else None,
                     api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
                     recoverable=matched.recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
-                    text=_clip(text, hit.start), form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
+                    text=clipped, form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
                     node=layout.node, kind=layout.kind, device=layout.device,
                     year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
+                    fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped),
                 )
 
     def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,

@@ -49,6 +49,7 @@ class Finding(NamedTuple):
     year_guessed: bool = False  # internal: a year-less stamp whose year was only guessed (mtime)
     causes: tuple[tuple[int, str, str, str], ...] = ()  # (line, family, code, meaning) just before
     time_hint: str | None = None  # internal: a timestamp-less line's time, from the record before it
+    fingerprint: str = ""  # code + API + rule + masked message template (analyzer.fingerprint)
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -65,6 +66,7 @@ class Finding(NamedTuple):
             "api_line": self.api_line,
             "recoverable": self.recoverable,
             "rule": self.rule,
+            "fingerprint": self.fingerprint,
             "action": self.action,
             "remedy": self.remedy,
             "references": list(self.references),
