@@ -19,13 +19,12 @@ from typing import Callable, Iterable, Iterator
 
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, same_thread
-from .inputs import Source, iter_sources, year_hint
-from .layout import layout_of
+from .inputs import (READ_ERRORS, Limits, SafeStream, Selection, Source, Unpacker, iter_sources, layout_of, sniff,
+                     year_hint)
 from .logline import Header, header_for, parse_header, record_headers
 from .neighbours import NeighbourMatcher
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
-from .readers import READ_ERRORS, Limits, Selection, Unpacker, sniff, SafeStream
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 from .scanner import HISTORY_BYTES, Prefilter, ScanCounts, scan_stream
