@@ -19,7 +19,7 @@ from typing import BinaryIO, Callable, Iterator, Protocol
 
 from .codecs import Codec, Decompressed
 from .names import clean_member, printable
-from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, SafeStream, why
+from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 SPOOL_IN_MEMORY = 64 << 20  # a nested zip is spooled (zip needs random access); memory up to this
 _DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
@@ -38,7 +38,7 @@ class Unpacking(Protocol):
     def left_out(self, name: str) -> bool:
         """Whether --include/--exclude leave this member out (it is then counted)."""
 
-    def member(self, child: str, handle: BinaryIO | io.RawIOBase, budget: Budget, depth: int, piece: int = PIECE,
+    def member(self, child: str, handle: Reader, budget: Budget, depth: int, piece: int = PIECE,
                mtime: float | None = None) -> Iterator[Leaf]:
         """The text streams in one archive member."""
 

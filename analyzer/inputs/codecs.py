@@ -10,9 +10,9 @@ from __future__ import annotations
 import codecs
 import io
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable
+from typing import Any, Callable
 
-from .streams import PIECE
+from .streams import PIECE, Reader
 
 # A decompressor object: `decompress(data[, max_length])`, `eof`, `unused_data`, and, for some,
 # `unconsumed_tail`, `needs_input`, `flush()`. Typed loosely: zstandard and ISA-L ship no stubs.
@@ -39,7 +39,7 @@ class Decompressed(io.RawIOBase):
     can still expand to ~16 MiB: the guard checks after each call).
     """
 
-    def __init__(self, raw: BinaryIO | io.RawIOBase, codec: Codec) -> None:
+    def __init__(self, raw: Reader, codec: Codec) -> None:
         self.raw = raw
         self.codec = codec
         self.consumed = 0  # compressed bytes read, for the ratio check
@@ -123,7 +123,7 @@ class Decompressed(io.RawIOBase):
 class Utf16ToUtf8(io.RawIOBase):
     """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly."""
 
-    def __init__(self, raw: BinaryIO | io.RawIOBase, encoding: str) -> None:
+    def __init__(self, raw: Reader, encoding: str) -> None:
         self.raw = raw
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
         self._first = True

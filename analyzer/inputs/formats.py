@@ -10,15 +10,14 @@ this table, in its order: to add a compression, add its `Codec` and one row here
 from __future__ import annotations
 
 import bz2
-import io
 import lzma
 import zlib
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from . import archives
 from .codecs import Codec, Decompressed, Decompressor
-from .streams import LimitExceeded
+from .streams import LimitExceeded, Reader
 
 _zlib: Any
 try:  # ISA-L's inflate is about twice as fast (perf.md); the stdlib gives the same bytes.
@@ -159,7 +158,7 @@ def strip_archive_suffix(name: str) -> str:
     return name
 
 
-def decompressed(raw: BinaryIO | io.RawIOBase, name: str) -> Decompressed:
+def decompressed(raw: Reader, name: str) -> Decompressed:
     """`raw` decompressed, by the table's name for its compression ("gzip", "zstd", …)."""
     codec = BY_NAME[name].codec
     if codec is None:

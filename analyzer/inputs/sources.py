@@ -171,7 +171,8 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             try:
                 est = os.stat(path)
             except OSError as exc:
-                skipped.append(Skipped(printable(path), "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))))
+                reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
+                skipped.append(Skipped(printable(path), reason))
                 continue
             if stat.S_ISDIR(est.st_mode):
                 yield from visit(path)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import zlib
 from dataclasses import dataclass
-from typing import BinaryIO, Callable
+from typing import Callable, Protocol
 
 PIECE = 1 << 16  # read decompressors in small pieces so a break loses nothing before it
 
@@ -32,6 +32,12 @@ class StreamError(Exception):
 READ_ERRORS: tuple[type[BaseException], ...] = (
     OSError, EOFError, ValueError, NotImplementedError, LimitExceeded, StreamError, zlib.error,
 )
+
+
+class Reader(Protocol):
+    """Anything a SafeStream can read from: a file, a decompressor, an archive member."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class Leaf:
     """One plain-text log stream to scan."""
 
     name: str
-    stream: BinaryIO
+    stream: SafeStream
     mtime: float | None = None  # the file's, or the archive member's own, modification time
 
 
@@ -67,7 +73,7 @@ class SafeStream(io.RawIOBase):
     gzip, bad CRC), returns what it already has and raises only on the next read, and
     (3) counts the bytes it delivers against the input's decompression budget."""
 
-    def __init__(self, inner: BinaryIO | io.RawIOBase, budget: Budget | None = None,
+    def __init__(self, inner: Reader, budget: Budget | None = None,
                  compressed: Callable[[], int] | None = None, piece: int = PIECE) -> None:
         self.inner = inner
         self.piece = piece

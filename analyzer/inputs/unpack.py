@@ -8,15 +8,14 @@ re-encoded. What --include/--exclude leave out is counted, what cannot be read i
 
 from __future__ import annotations
 
-import io
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
 from ..records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
 from .formats import HEAD, detect
 from .names import printable
 from .selection import Selection
-from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, SafeStream, why
+from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 MAX_DEPTH = 8
 
@@ -31,7 +30,7 @@ class Unpacker:
         self.excluded = 0  # streams left out by --include/--exclude
         self._mtimes: list[float | None] = []
 
-    def leaves(self, name: str, raw: BinaryIO | io.RawIOBase, path: str | None = None,
+    def leaves(self, name: str, raw: Reader, path: str | None = None,
                mtime: float | None = None) -> Iterator[Leaf]:
         """Text streams inside `raw` (an opened top-level input). The consumer must read each
         leaf before asking for the next: archives are read as one forward stream."""
@@ -53,7 +52,7 @@ class Unpacker:
             return True
         return False
 
-    def member(self, child: str, handle: BinaryIO | io.RawIOBase, budget: Budget, depth: int, piece: int = PIECE,
+    def member(self, child: str, handle: Reader, budget: Budget, depth: int, piece: int = PIECE,
                mtime: float | None = None) -> Iterator[Leaf]:
         """Expand one archive member; a failure inside it is charged to the member."""
         stream = SafeStream(handle, budget, piece=piece)
