@@ -20,7 +20,7 @@ from .engine import Engine, sort_key
 from .inputs import iter_sources
 from .parallel import EngineFactory, merge, plan_units, run_units
 from .progress import Progress
-from .readers import Limits, Selection
+from .inputs import Limits, Selection
 from .records import Finding, InputStats, Skipped
 from .report import Summary
 from .rules import RuleSet

@@ -119,11 +119,10 @@ def scan(paths, fmt, output, fail_on, include, exclude, since, until, year, jobs
 
     With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
     """
-    from .inputs import default_paths
     from .api import Options, analyze
+    from .inputs import Limits, Selection, default_paths
     from .parallel import cpu_count
     from .progress import Progress, ProgressBar
-    from .readers import Limits, Selection
 
     if since and until and since > until:
         _fail("--since is later than --until")

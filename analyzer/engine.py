@@ -15,12 +15,12 @@ from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence, ca
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
 from .inputs import Source, year_hint
-from .layout import layout_of
+from .inputs import layout_of
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
-from .readers import READ_ERRORS, Limits, Selection, Unpacker
+from .inputs import READ_ERRORS, Limits, Selection, Unpacker
 from .fingerprint import finding_fingerprint
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet

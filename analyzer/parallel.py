@@ -18,7 +18,7 @@ from typing import BinaryIO, Callable, cast
 from .engine import Engine
 from .inputs import Source, year_hint
 from .progress import Progress
-from .readers import SafeStream, sniff
+from .inputs import SafeStream, sniff
 from .records import Finding, InputStats
 from .scanner import HISTORY_BYTES
 

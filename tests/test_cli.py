@@ -89,14 +89,14 @@ def test_binary_junk_and_bad_bytes(tmp_path):
 def test_unreadable_file_is_skipped_with_reason(logs, monkeypatch):
     import builtins
 
-    import analyzer.inputs
+    import analyzer.inputs.sources
 
     def deny(path, mode="r", *args, **kwargs):  # root can read anything; simulate EACCES
         if str(path).endswith("a.log"):
             raise PermissionError(13, "Permission denied", str(path))
         return builtins.open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(analyzer.inputs, "open", deny, raising=False)
+    monkeypatch.setattr(analyzer.inputs.sources, "open", deny, raising=False)
     code, out, err = run("scan", str(logs), "--format", "json")
     assert err.strip() == f"ddtriage: warning: {logs / 'a.log'}: Permission denied"
     report = json.loads(out)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from analyzer.layout import layout_of
+from analyzer.inputs import layout_of
 
 
 @pytest.mark.parametrize("name,node,kind,device,pid", [

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from analyzer import analyze
 from analyzer.cli import cli
 from analyzer.api import Options
-from analyzer.readers import Limits, Selection
+from analyzer.inputs import Limits, Selection
 from bundles import collector_bundle, tar_bytes, zip_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -252,7 +252,7 @@ def test_hostile_headers_are_named_not_fatal(tmp_path):
 
 
 def test_stdlib_gzip_and_isal_give_the_same_result(tmp_path, monkeypatch):
-    import analyzer.readers as readers
+    import analyzer.inputs.formats as readers
 
     path = tmp_path / "rot.log.1.gz"
     path.write_bytes(gzip.compress(LOG * 300, mtime=0))
@@ -323,7 +323,7 @@ from hypothesis import strategies as st
 @given(sizes=st.lists(st.integers(0, 200_000), min_size=1, max_size=6), piece=st.integers(1, 70_000),
        kind=st.sampled_from(["gz", "bz2", "xz", "zst"]))
 def test_property_concatenated_streams_round_trip(sizes, piece, kind):
-    from analyzer.readers import Decompressed
+    from analyzer.inputs import decompressed as Decompressed
 
     parts = [bytes([65 + i % 26]) * n + b"\n" for i, n in enumerate(sizes)]
     compress = COMPRESSORS["gz" if kind == "gz" else kind]

@@ -1,9 +1,9 @@
-"""Inputs: turn command-line paths into top-level sources, skipping what cannot be read.
+"""Sources: turn command-line paths into top-level sources, skipping what cannot be read.
 
-Stage: inputs. Files, directories (recursive, sorted, symlink loops survived) and `-` for stdin.
+Stage: inputs (paths). Files, directories (recursive, sorted, symlink loops survived) and `-` for stdin.
 With no path, the local Ascend log root: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log. Every
 input that is not read is recorded with its reason. What is inside a file (compression,
-archives) is the readers' business.
+archives) is `unpack`'s business. Also here: the year a year-less timestamp belongs to.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import BinaryIO, Iterator
 
-from .errors import InputError
-from .records import Skipped
-from .readers import Selection, printable
+from ..errors import InputError
+from ..records import Skipped
+from .names import printable
+from .selection import Selection
 
 _DATE_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
 
@@ -33,6 +34,7 @@ class Source:
     mtime: float | None = None
 
     def open(self) -> BinaryIO:
+        """The input's bytes, from the start."""
         if self.path is None:
             return sys.stdin.buffer
         return open(self.path, "rb")
@@ -60,6 +62,7 @@ class YearHint:
         return self.year is not None and not self.guessed and self.near is None
 
     def for_stamp(self, month_day: str) -> int | None:
+        """The year of a stamp printed as `MM-DD …`."""
         if self.year and self.near:
             months = int(month_day[:2]) - int(self.near[:2])
             return self.year - 1 if months > 6 else self.year + 1 if months < -6 else self.year
@@ -103,7 +106,7 @@ def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection 
     being written) are never read."""
     selection = selection or Selection()
     excluded = excluded if excluded is not None else []
-    own = set()
+    own: set[tuple[int, int]] = set()
     for path in not_these:
         try:
             st = os.stat(path)
@@ -168,7 +171,8 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             try:
                 est = os.stat(path)
             except OSError as exc:
-                skipped.append(Skipped(printable(path), "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))))
+                reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
+                skipped.append(Skipped(printable(path), reason))
                 continue
             if stat.S_ISDIR(est.st_mode):
                 yield from visit(path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .readers import strip_compression_suffix
+from .formats import strip_archive_suffix, strip_compression_suffix
 
 _LAYOUT_WORDS = re.compile(r"(?i)^(?:ascend|log|logs|debug|run|security|plog|device_?log|device-\d+|slog)$")
 _DEVICE_DIR = re.compile(r"(?i)^device-(\d+)$")
@@ -21,11 +21,12 @@ _PLOG_FILE = re.compile(r"(?i)^plog-(\d+)_\d+")
 _DEVICE_FILE = re.compile(r"(?i)^device-(\d+)_\d+")
 # System folders that sit above a local ~/ascend/log and say nothing about the node.
 _NOT_A_NODE = {"..", "~", "log", "logs", "root", "home", "var", "tmp", "opt", "usr", "data", "mnt", "srv"}
-_ARCHIVE_SUFFIX = re.compile(r"(?i)\.(?:tar|zip)$")
 
 
 @dataclass(frozen=True, slots=True)
 class Layout:
+    """Where a log came from."""
+
     node: str | None
     kind: str  # host | device | application
     device: str | None
@@ -39,11 +40,12 @@ def _parts(name: str) -> list[str]:
     for i, piece in enumerate(pieces):
         parts.extend(p for p in piece.split("/") if p not in ("", "."))
         if parts and i < len(pieces) - 1:
-            parts[-1] = _ARCHIVE_SUFFIX.sub("", strip_compression_suffix(parts[-1]))
+            parts[-1] = strip_archive_suffix(strip_compression_suffix(parts[-1]))
     return parts
 
 
 def layout_of(name: str) -> Layout:
+    """Node, kind, device and pid of a log, from its name (`ARCHIVE!MEMBER` paths included)."""
     parts = _parts(name)
     folders, base = parts[:-1], (parts[-1] if parts else "")
     device = pid = None

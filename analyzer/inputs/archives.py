@@ -1,0 +1,277 @@
+"""Archives: tar and zip read member by member.
+
+Stage: inputs (unpacking). A walker reads one archive and hands each member to the unpacker
+(`unpack.Unpacker`), which expands it in turn: a member is named `ARCHIVE!MEMBER`. Every part that
+cannot be read, or not to the end, is recorded as skipped with its reason, and whatever was
+readable before the break is still scanned. The walkers are the `walk` handlers of `formats`' table.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import struct
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from typing import BinaryIO, Callable, Iterator, Protocol
+
+from .codecs import Codec, Decompressed
+from .names import clean_member, printable
+from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
+
+SPOOL_IN_MEMORY = 64 << 20  # a nested zip is spooled (zip needs random access); memory up to this
+_DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
+_TAR_ERRORS = READ_ERRORS + (tarfile.TarError,)
+
+
+class Unpacking(Protocol):
+    """What a walker needs of the unpacker driving it."""
+
+    @property
+    def limits(self) -> Limits: ...
+
+    def skip(self, name: str, reason: str) -> None:
+        """Record `name` as skipped, with the reason."""
+
+    def left_out(self, name: str) -> bool:
+        """Whether --include/--exclude leave this member out (it is then counted)."""
+
+    def member(self, child: str, handle: Reader, budget: Budget, depth: int, piece: int = PIECE,
+               mtime: float | None = None) -> Iterator[Leaf]:
+        """The text streams in one archive member."""
+
+
+# (unpacker, archive name, its stream, budget, depth, path on disk if it is a top-level file)
+Walker = Callable[[Unpacking, str, SafeStream, Budget, int, str | None], Iterator[Leaf]]
+
+
+# -- tar ------------------------------------------------------------------------------------------
+def walk_tar(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget, depth: int,
+             path: str | None) -> Iterator[Leaf]:
+    """Members of a tar archive, in one forward pass."""
+    # tarfile reads whole 10 kB records and drops a partial one when the stream below breaks;
+    # a break is turned into an end of data here, so the member in reading keeps its bytes.
+    soft = _SoftEnd(stream)
+    try:
+        yield from _tar_members(unpacker, name, soft, budget, depth)
+    finally:
+        if soft.error is not None:
+            unpacker.skip(name, f"archive ends early: {why(soft.error)}")
+
+
+def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budget, depth: int) -> Iterator[Leaf]:
+    try:
+        # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
+        # corrupt header to the next good one; the gap is reported below.
+        archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True)
+    except (tarfile.TarError, OSError, EOFError, zlib.error, LimitExceeded) as exc:
+        unpacker.skip(name, f"not a readable tar archive: {exc}")
+        return
+    expected = 0
+    try:
+        while True:
+            try:
+                member = archive.next()
+            except _TAR_ERRORS as exc:
+                if not budget.broken and stream.error is None:  # not already reported
+                    unpacker.skip(name, f"archive is truncated or corrupt after offset {expected}: {why(exc)}")
+                return
+            if member is None:
+                return
+            if member.offset > expected:
+                unpacker.skip(f"{name}!@{expected}", f"corrupt tar data skipped ({member.offset - expected} bytes "
+                                                     f"before member {member.name})")
+            expected = member.offset_data + (-(-member.size // 512) * 512 if member.isreg() else 0)
+            if not member.isreg():
+                continue
+            child = f"{name}!{printable(clean_member(member.name))}"
+            if unpacker.left_out(child):
+                continue
+            yield from unpacker.member(child, _TarMember(archive, member), budget, depth, mtime=member.mtime or None)
+    finally:
+        archive.close()
+
+
+# -- zip ------------------------------------------------------------------------------------------
+def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget, depth: int,
+             path: str | None) -> Iterator[Leaf]:
+    """Members of a zip archive, in file order: from its central directory, or from the local
+    headers when that is missing."""
+    source: BinaryIO
+    if path is not None:
+        source = open(path, "rb")  # a zip on disk: read it in place
+    else:  # a zip inside something else: zip needs random access, so spool it
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+        source = spool  # type: ignore[assignment]  # SpooledTemporaryFile is a BinaryIO in all but name
+        try:
+            while chunk := stream.read(1 << 20):
+                source.write(chunk)
+        except (LimitExceeded, OSError, EOFError, zlib.error) as exc:
+            unpacker.skip(name, f"cannot read zip archive: {why(exc)}")
+            source.close()
+            return
+        source.seek(0)
+    try:
+        try:
+            archive = zipfile.ZipFile(source)
+        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            # No central directory (a download cut short): walk the local headers instead.
+            unpacker.skip(name, f"zip directory unreadable ({why(exc)}); members read from their local headers")
+            yield from _zip_local(unpacker, name, source, budget, depth)
+            return
+        with archive:
+            yield from _zip_members(unpacker, name, archive, budget, depth)
+    finally:
+        source.close()
+
+
+def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budget: Budget,
+                 depth: int) -> Iterator[Leaf]:
+    limits = unpacker.limits
+    for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
+        if info.is_dir():
+            continue
+        child = f"{name}!{printable(clean_member(info.filename))}"
+        if unpacker.left_out(child):
+            continue
+        if info.flag_bits & 0x1:
+            unpacker.skip(child, "encrypted zip member")
+            continue
+        if info.file_size > limits.max_bytes - budget.expanded:
+            unpacker.skip(child, f"member of {info.file_size} bytes is over what is left of the "
+                                 f"decompression limit ({limits.max_bytes} bytes per input)")
+            continue
+        if info.compress_size and info.file_size > limits.ratio_floor and \
+                info.file_size / info.compress_size > limits.max_ratio:
+            unpacker.skip(child, f"compression ratio over {limits.max_ratio:g}:1 (decompression bomb?)")
+            continue
+        try:
+            handle = archive.open(info)
+        except (zipfile.BadZipFile, NotImplementedError, OSError, ValueError, RuntimeError) as exc:
+            unpacker.skip(child, f"cannot open zip member: {why(exc)}")
+            continue
+        with handle:
+            # zipfile drops what a failing read(n) had decompressed: read small.
+            yield from unpacker.member(child, handle, budget, depth, piece=4096, mtime=_zip_mtime(info))
+
+
+def _zip_local(unpacker: Unpacking, name: str, source: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
+    """Members of a zip without its central directory, in file order, from the local file
+    headers: stored and deflated members; the first one that cannot be delimited ends it."""
+    source.seek(0)
+    while True:
+        header = source.read(30)
+        if len(header) < 30 or header[:4] != b"PK\x03\x04":
+            return
+        flags, method = struct.unpack("<HH", header[6:10])
+        (csize,) = struct.unpack("<I", header[18:22])
+        nlen, xlen = struct.unpack("<HH", header[26:30])
+        raw_name = source.read(nlen)
+        source.read(xlen)
+        if len(raw_name) < nlen or any(b < 32 for b in raw_name) or flags & ~0x0FFF:
+            return  # not a member header after all: garbage after a "PK" signature
+        member = raw_name.decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        child = f"{name}!{printable(clean_member(member))}"
+        sized = not flags & 0x8  # else the sizes come after the data
+        if flags & 0x1 or method not in (0, 8) or (method == 0 and not sized):
+            reason = "encrypted zip member" if flags & 0x1 else f"zip member with compression method {method}"
+            unpacker.skip(child, reason)
+            if not sized:
+                return
+            source.seek(csize, io.SEEK_CUR)
+            continue
+        if child.endswith("/"):
+            source.seek(csize if sized else 0, io.SEEK_CUR)
+            continue
+        start = source.tell()
+        body: io.RawIOBase = _Window(source, csize) if method == 0 else Decompressed(source, _DEFLATE)
+        if not unpacker.left_out(child):
+            yield from unpacker.member(child, body, budget, depth, piece=PIECE)
+        if isinstance(body, Decompressed):
+            try:  # finish the member (also when excluded or cut off) to find the next header
+                while body.read(1 << 20):
+                    pass
+            except READ_ERRORS:
+                return
+            source.seek(-len(body.leftover()), io.SEEK_CUR)
+        else:
+            source.seek(start + csize)
+        if not sized:  # data descriptor: optional signature, crc, sizes
+            tail = source.read(16)
+            skip = 16 if tail[:4] == b"PK\x07\x08" else 12
+            source.seek(skip - len(tail), io.SEEK_CUR)
+
+
+def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
+    try:
+        return float(calendar.timegm(info.date_time + (0, 0, 0)))
+    except (OverflowError, ValueError):
+        return None
+
+
+# -- streams the walkers read through -------------------------------------------------------------
+class _SoftEnd(io.RawIOBase):
+    """Reads a stream until it breaks; the break reads as the end of the data, and is kept."""
+
+    def __init__(self, stream: SafeStream) -> None:
+        self.stream = stream
+        self.error: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.error is not None:
+            return b""
+        try:
+            return self.stream.read(size)
+        except READ_ERRORS as exc:
+            self.error = exc
+            return b""
+
+
+class _Window(io.RawIOBase):
+    """`size` bytes of a stream from where it stands."""
+
+    def __init__(self, stream: BinaryIO, size: int) -> None:
+        self.stream, self.remaining = stream, size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.stream.read(size) if size > 0 else b""
+        self.remaining -= len(data)
+        if size and not data:
+            raise EOFError("zip member data ends early")
+        return data
+
+
+class _TarMember(io.RawIOBase):
+    """A tar member's data read straight from the archive stream. Unlike `extractfile`, a short
+    read at a truncated end still delivers the bytes that are there before it fails."""
+
+    def __init__(self, archive: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        assert archive.fileobj is not None  # a TarFile opened on a stream has one
+        self.stream = archive.fileobj
+        self.start: int | None = member.offset_data
+        self.remaining = member.size
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.start is not None:
+            self.stream.seek(self.start)  # forward only: the stream skips to the member's data
+            self.start = None
+        if self.remaining <= 0:
+            return b""
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.stream.read(size)
+        if not data:
+            raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
+        self.remaining -= len(data)
+        return data

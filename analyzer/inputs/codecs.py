@@ -1,0 +1,141 @@
+"""Codecs: streaming decompression and UTF-16 re-encoding.
+
+Stage: inputs (decoding). `Decompressed` drives any decompressor object (zlib-, bz2-, lzma- or
+zstd-like) described by a `Codec`; which codecs exist, and how each is recognised, is the
+business of `formats`' table. Nothing is decompressed to disk or wholly into memory.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .streams import PIECE, Reader
+
+# A decompressor object: `decompress(data[, max_length])`, `eof`, `unused_data`, and, for some,
+# `unconsumed_tail`, `needs_input`, `flush()`. Typed loosely: zstandard and ISA-L ship no stubs.
+Decompressor = Any
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How to decompress one compression format."""
+
+    new: Callable[[], Decompressor]  # a fresh decompressor, for each stream (gzip member, xz stream…)
+    feed: int = 1 << 16  # compressed bytes fed per call
+    bounded: bool = True  # decompress(data, max_length) caps its output (zstd's cannot)
+    concatenated: bool = True  # another stream may follow the first (gzip members); raw deflate: no
+
+
+class Decompressed(io.RawIOBase):
+    """Incremental decompression of one compressed stream (multi-member, multi-frame).
+
+    Unlike `gzip.GzipFile` & co, output decompressed before a break is always returned: a
+    truncated file yields every byte `zcat` would, then EOFError. Output per call is bounded,
+    so the decompression guard (`streams.SafeStream`) sees a bomb before it fills memory. A codec
+    whose output cannot be capped is fed little per call instead (512 bytes of zstd RLE blocks
+    can still expand to ~16 MiB: the guard checks after each call).
+    """
+
+    def __init__(self, raw: Reader, codec: Codec) -> None:
+        self.raw = raw
+        self.codec = codec
+        self.consumed = 0  # compressed bytes read, for the ratio check
+        self._obj: Decompressor = codec.new()
+        self._input = b""
+        self._flushed = False
+        self._capped = False  # the last call returned as much as it was allowed to
+        self._pending_error: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _feed(self) -> bytes:
+        data: bytes = self.raw.read(self.codec.feed) or b""
+        self.consumed += len(data)
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        size = PIECE if size is None or size < 0 else size
+        while True:
+            if self._obj.eof and not self.codec.concatenated:
+                return b""
+            if self._obj.eof:
+                # At the end of a stream zlib leaves what follows in unused_data (and, when the
+                # output cap was hit too, the same bytes in unconsumed_tail): take it once.
+                rest: bytes = self._obj.unused_data
+                self._input = b""
+                if not rest:
+                    rest = self._feed()
+                if not rest or not rest.strip(b"\x00"):
+                    return b""  # clean end (gzip may be followed by zero padding)
+                self._obj = self.codec.new()  # the next gzip member or bzip2/xz/zstd stream
+                self._input = rest
+                continue
+            data, self._input = self._input, b""
+            if not data and self._capped and self.codec.bounded:
+                # The last call hit the output cap: inflate may still hold output (ISA-L keeps
+                # it inside, not in unconsumed_tail). Drain it before asking for more input.
+                out: bytes = self._obj.decompress(b"", size)
+                self._capped = len(out) >= size
+                if out:
+                    return out
+            if not data and getattr(self._obj, "needs_input", True):
+                if self._pending_error is not None:
+                    error, self._pending_error = self._pending_error, None
+                    raise error
+                try:
+                    data = self._feed()
+                except Exception as exc:  # noqa: BLE001 - the layer below broke: flush, then fail
+                    self._pending_error = exc
+                    data = b""
+                if not data:
+                    # Cut off: hand out what inflate still holds, then say so.
+                    tail = b"" if self._flushed or not hasattr(self._obj, "flush") else self._obj.flush()
+                    self._flushed = True
+                    if tail:
+                        return bytes(tail)
+                    if self._pending_error is not None:
+                        error, self._pending_error = self._pending_error, None
+                        raise error
+                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
+            if not self.codec.bounded:
+                out = self._obj.decompress(data)
+            else:
+                out = self._obj.decompress(data, size)
+                self._input = getattr(self._obj, "unconsumed_tail", b"")
+                self._capped = len(out) >= size
+            if out:
+                return out
+
+    def leftover(self) -> bytes:
+        """Bytes read past the end of a single deflate stream."""
+        return bytes(self._obj.unused_data) if self._obj.eof else b""
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class Utf16ToUtf8(io.RawIOBase):
+    """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly."""
+
+    def __init__(self, raw: Reader, encoding: str) -> None:
+        self.raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._first = True
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        while True:
+            data = self.raw.read(size if size and size > 0 else PIECE) or b""
+            text = self._decoder.decode(data, final=not data)
+            if self._first and text:
+                text, self._first = text.lstrip("\ufeff"), False
+            if text or not data:
+                return text.encode("utf-8", "replace")

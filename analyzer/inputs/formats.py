@@ -1,0 +1,166 @@
+"""Formats: THE table of what an input can be, and how each kind is recognised and opened.
+
+Stage: inputs (format detection). One row per format: compressions (gzip, also multi-member;
+bzip2; xz; zstd), archives (tar in any compression, zip) and text encodings. A format is
+recognised by its first bytes, not by its name; the name only breaks one tie (an empty tar).
+Sniffing, suffix stripping (selection globs, node names in `layout`) and the unpacker all read
+this table, in its order: to add a compression, add its `Codec` and one row here.
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from . import archives
+from .codecs import Codec, Decompressed, Decompressor
+from .streams import LimitExceeded, Reader
+
+_zlib: Any
+try:  # ISA-L's inflate is about twice as fast (perf.md); the stdlib gives the same bytes.
+    from isal import isal_zlib as _zlib
+except ImportError:  # pragma: no cover - depends on the platform
+    _zlib = zlib
+
+_zstd: Any
+try:
+    import zstandard as _zstd
+except ImportError:  # pragma: no cover
+    _zstd = None
+
+HEAD = 512  # bytes sniffed: one tar header block
+
+
+class Peekable(Protocol):
+    def peek(self, size: int) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One row of the table. Exactly one of `codec`, `walk`, `encoding` is set, except for
+    plain text, which has none."""
+
+    name: str
+    test: Callable[[bytes, str], bool]  # (first HEAD bytes, name) -> is it this format?
+    suffixes: tuple[str, ...] = ()  # file-name suffixes, stripped from names (`x.log.gz` -> `x.log`)
+    tar_suffixes: tuple[str, ...] = ()  # short for `.tar` + a suffix (`.tgz`)
+    codec: Codec | None = None  # a compression: decompress, then look again
+    walk: archives.Walker | None = None  # an archive: read its members
+    encoding: str | None = None  # text in an encoding other than UTF-8 / ASCII
+
+
+# -- decompressors and tests ---------------------------------------------------------------------
+def _gzip() -> Decompressor:
+    return _zlib.decompressobj(31)  # looked up per stream: tests swap ISA-L for the stdlib
+
+
+def _zstd_decompressor() -> Decompressor:
+    if _zstd is None:
+        raise LimitExceeded("zstd support is not installed (pip install zstandard)")
+    return _zstd.ZstdDecompressor().decompressobj()
+
+
+def _magic(*prefixes: bytes) -> Callable[[bytes, str], bool]:
+    return lambda head, name: head.startswith(prefixes)
+
+
+def _is_bzip2(head: bytes, name: str) -> bool:
+    return head.startswith(b"BZh") and len(head) > 3 and head[3:4].isdigit()
+
+
+def _is_tar(head: bytes, name: str) -> bool:
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return True
+    if len(head) == HEAD and _old_tar_checksum_ok(head):
+        return True
+    # An empty tar archive is nothing but zero blocks: only its name tells.
+    return len(head) == HEAD and not head.strip(b"\x00") and strip_compression_suffix(name).endswith(".tar")
+
+
+def _old_tar_checksum_ok(block: bytes) -> bool:
+    """A pre-POSIX (v7) tar header: its checksum field is right."""
+    try:
+        stored = int(block[148:156].split(b"\x00", 1)[0].strip() or b"-1", 8)
+    except ValueError:
+        return False
+    computed = sum(block[:148]) + 8 * 32 + sum(block[156:])
+    return stored == computed and block[0] != 0
+
+
+def _mostly_zero(zeros: bytes, text: bytes) -> bool:
+    """UTF-16 without a BOM: ASCII text with every other byte NUL (and the rest not)."""
+    if len(zeros) < 16:
+        return False
+    return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
+
+
+def _is_utf16_le(head: bytes, name: str) -> bool:
+    return head.startswith(b"\xff\xfe") or _mostly_zero(head[1::2], head[0::2])
+
+
+def _is_utf16_be(head: bytes, name: str) -> bool:
+    return head.startswith(b"\xfe\xff") or _mostly_zero(head[0::2], head[1::2])
+
+
+# -- THE table: tried in this order; the last row always matches ----------------------------------
+FORMATS: tuple[Format, ...] = (
+    Format("gzip", _magic(b"\x1f\x8b"), (".gz",), (".tgz",), codec=Codec(_gzip)),
+    Format("bzip2", _is_bzip2, (".bz2",), (".tbz2",), codec=Codec(bz2.BZ2Decompressor)),
+    Format("xz", _magic(b"\xfd7zXZ\x00"), (".xz",), (".txz",), codec=Codec(lzma.LZMADecompressor)),
+    # zstd cannot cap its output per call, so it is fed less.
+    Format("zstd", _magic(b"\x28\xb5\x2f\xfd"), (".zst", ".zstd"),
+           codec=Codec(_zstd_decompressor, feed=1 << 9, bounded=False)),
+    Format("zip", _magic(b"PK\x03\x04", b"PK\x05\x06"), (".zip",), walk=archives.walk_zip),
+    Format("tar", _is_tar, (".tar",), walk=archives.walk_tar),
+    Format("utf-16-le", _is_utf16_le, encoding="utf-16-le"),
+    Format("utf-16-be", _is_utf16_be, encoding="utf-16-be"),
+    Format("text", lambda head, name: True),
+)
+BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
+
+
+def detect(head: bytes, name: str = "") -> Format:
+    """The format of a stream that starts with `head` (its first HEAD bytes)."""
+    return next(f for f in FORMATS if f.test(head, name))
+
+
+def sniff(stream: Peekable, name: str = "") -> str:
+    """Format name of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar, utf-16-le,
+    utf-16-be or text. The name only breaks one tie: an empty tar archive is nothing but zero
+    blocks."""
+    return detect(stream.peek(HEAD), name).name
+
+
+def strip_compression_suffix(name: str) -> str:
+    """`x.log.gz` -> `x.log`, `x.tgz` -> `x.tar`: the name without its compression suffix."""
+    for fmt in FORMATS:
+        for suffix in fmt.tar_suffixes:
+            if name.endswith(suffix):
+                return name[: -len(suffix)] + ".tar"
+    for fmt in FORMATS:
+        if fmt.codec is not None:
+            for suffix in fmt.suffixes:
+                if name.endswith(suffix):
+                    return name[: -len(suffix)]
+    return name
+
+
+def strip_archive_suffix(name: str) -> str:
+    """`node-2.tar` -> `node-2`, in any letter case: an archive named as the folder it holds."""
+    for fmt in FORMATS:
+        if fmt.walk is not None:
+            for suffix in fmt.suffixes:
+                if len(name) >= len(suffix) and name[-len(suffix):].lower() == suffix:
+                    return name[: -len(suffix)]
+    return name
+
+
+def decompressed(raw: Reader, name: str) -> Decompressed:
+    """`raw` decompressed, by the table's name for its compression ("gzip", "zstd", …)."""
+    codec = BY_NAME[name].codec
+    if codec is None:
+        raise ValueError(f"{name} is not a compression format")
+    return Decompressed(raw, codec)

@@ -1,0 +1,93 @@
+"""Unpack: open an input and yield the plain-text log streams inside it.
+
+Stage: inputs (unpacking). Each layer is sniffed and handled by its row of `formats`' table:
+a compression is decompressed (streamed: nothing goes to disk or wholly into memory) and looked
+at again; an archive is walked member by member, nested to `MAX_DEPTH`; text in UTF-16 is
+re-encoded. What --include/--exclude leave out is counted, what cannot be read is listed.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..records import Skipped
+from .codecs import Decompressed, Utf16ToUtf8
+from .formats import HEAD, detect
+from .names import printable
+from .selection import Selection
+from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
+
+MAX_DEPTH = 8
+
+
+class Unpacker:
+    """Walks one top-level input down to its text streams."""
+
+    def __init__(self, limits: Limits, selection: Selection, skipped: list[Skipped]) -> None:
+        self.limits = limits
+        self.selection = selection
+        self.skipped = skipped
+        self.excluded = 0  # streams left out by --include/--exclude
+        self._mtimes: list[float | None] = []
+
+    def leaves(self, name: str, raw: Reader, path: str | None = None,
+               mtime: float | None = None) -> Iterator[Leaf]:
+        """Text streams inside `raw` (an opened top-level input). The consumer must read each
+        leaf before asking for the next: archives are read as one forward stream."""
+        budget = Budget(self.limits)
+        self._mtimes = [mtime]  # the innermost archive member's mtime is the one that counts
+        # A file read as it is loses nothing to a failed big read, so it is read in whole blocks;
+        # decompressed layers below are read in small pieces.
+        yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
+
+    # -- what the archive walkers call back -------------------------------------------------------
+    def skip(self, name: str, reason: str) -> None:
+        """Record `name` as skipped, with the reason."""
+        self.skipped.append(Skipped(printable(name), reason))
+
+    def left_out(self, name: str) -> bool:
+        """Whether --exclude leaves this archive member out (it is then counted)."""
+        if self.selection.excluded(name):
+            self.excluded += 1
+            return True
+        return False
+
+    def member(self, child: str, handle: Reader, budget: Budget, depth: int, piece: int = PIECE,
+               mtime: float | None = None) -> Iterator[Leaf]:
+        """Expand one archive member; a failure inside it is charged to the member."""
+        stream = SafeStream(handle, budget, piece=piece)
+        self._mtimes.append(mtime or self._mtimes[-1])
+        try:
+            yield from self._expand(child, stream, budget, depth + 1, None)
+        except READ_ERRORS as exc:
+            self.skip(child, why(exc))
+        finally:
+            self._mtimes.pop()
+
+    # -- one layer ----------------------------------------------------------------------------------
+    def _expand(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
+        if depth > MAX_DEPTH:
+            self.skip(name, f"archives nested deeper than {MAX_DEPTH} levels")
+            return
+        try:
+            fmt = detect(stream.peek(HEAD), name)
+        except LimitExceeded as exc:
+            self.skip(name, str(exc))
+            return
+        if fmt.codec is not None:
+            try:
+                inner = Decompressed(stream, fmt.codec)
+            except LimitExceeded as exc:  # e.g. the codec's library is not installed
+                self.skip(name, str(exc))
+                return
+            yield from self._expand(name, SafeStream(inner, budget, lambda: inner.consumed), budget, depth + 1, None)
+            return
+        if fmt.walk is not None:
+            yield from fmt.walk(self, name, stream, budget, depth, path)
+            return
+        if fmt.encoding is not None:
+            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding), budget)
+        if self.selection.wanted(name):
+            yield Leaf(name, stream, self._mtimes[-1])
+        else:
+            self.excluded += 1
