@@ -1,12 +1,14 @@
-"""The code catalog and the API spelling table, loaded from `rules/` and validated.
+"""The code catalog and the API spelling table, loaded from the rules YAML and validated.
 
 Stage: data. Everything the scanner and the rule engine know about codes and APIs comes from
-here, so a user changes behaviour by editing YAML, not Python.
+here, so a user changes behaviour by editing YAML, not Python. The built-in YAML ships inside the
+package (`analyzer/data/`, package data), so an installed ddtriage finds it wherever it lives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 import yaml
@@ -19,7 +21,20 @@ ACTIONS = (
     "collect-logs", "none",
 )
 
-BUILTIN_RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+
+
+def builtin_rules_dir() -> Path:
+    """The built-in rules directory inside the installed package.
+
+    The loader globs and opens files, so it needs a real directory; setuptools installs package
+    data as plain files (wheel and editable installs alike), so `files()` gives a Path here."""
+    data = files("analyzer").joinpath("data")
+    if not isinstance(data, Path):  # a zipped install: not supported, say so instead of failing later
+        raise RuleError(f"{data}: built-in rules are not on the file system; install ddtriage unzipped")
+    return data
+
+
+BUILTIN_RULES_DIR = builtin_rules_dir()
 
 
 @dataclass(frozen=True, slots=True)
