@@ -2,7 +2,6 @@
 socket errors are classified as likely causes of the finding after them, never as findings."""
 
 import pytest
-
 from analyzer import RuleError, analyze_text, load_rules
 
 

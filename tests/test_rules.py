@@ -4,7 +4,6 @@ user rules add and override; the most specific rule wins."""
 from pathlib import Path
 
 import pytest
-
 from analyzer import RuleError, analyze_text, load_rules
 from analyzer.pipeline import Engine, Options
 from analyzer.rulecheck import check_examples, example_result
