@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test golden bench clean
+.PHONY: install demo test lint golden bench clean
 
 install: $(STAMP)
 
@@ -13,7 +13,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	-$(BIN)/python -m pip install --quiet -e '.[fast]' || echo "note: hyperscan/isal not installed; using the pure-Python path"
 	touch $(STAMP)
 
@@ -23,6 +23,11 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -q
 
+# Style, complexity and types; configured in pyproject.toml ([tool.ruff], [tool.mypy]).
+lint: install
+	$(BIN)/ruff check analyzer tests bench
+	$(BIN)/mypy
+
 # Regenerate the golden reports of sample_logs/ (never edit them by hand).
 golden: install
 	$(BIN)/python -m pytest -q tests/test_golden.py --update-golden
@@ -31,4 +36,4 @@ bench: install
 	$(BIN)/python bench/run.py --ddtriage $(BIN)/ddtriage $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,13 +1,16 @@
-"""The code catalog and the API spelling table, loaded from `rules/` and validated.
+"""The code catalog and the API spelling table, loaded from the rules YAML and validated.
 
 Stage: data. Everything the scanner and the rule engine know about codes and APIs comes from
-here, so a user changes behaviour by editing YAML, not Python.
+here, so a user changes behaviour by editing YAML, not Python. The built-in YAML ships inside the
+package (`analyzer/data/`, package data), so an installed ddtriage finds it wherever it lives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -19,7 +22,20 @@ ACTIONS = (
     "collect-logs", "none",
 )
 
-BUILTIN_RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
+
+
+def builtin_rules_dir() -> Path:
+    """The built-in rules directory inside the installed package.
+
+    The loader globs and opens files, so it needs a real directory; setuptools installs package
+    data as plain files (wheel and editable installs alike), so `files()` gives a Path here."""
+    data = files("analyzer").joinpath("data")
+    if not isinstance(data, Path):  # a zipped install: not supported, say so instead of failing later
+        raise RuleError(f"{data}: built-in rules are not on the file system; install ddtriage unzipped")
+    return data
+
+
+BUILTIN_RULES_DIR = builtin_rules_dir()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,26 @@ def _require(cond: bool, where: str, reason: str) -> None:
         raise RuleError(f"{where}: {reason}")
 
 
+def _mapping(raw: object, where: str, reason: str) -> dict[str, Any]:
+    """`raw` as a mapping, or a RuleError naming `where`."""
+    if not isinstance(raw, dict):
+        raise RuleError(f"{where}: {reason}")
+    return raw
+
+
+def _strings(raw: object, where: str, reason: str) -> list[str]:
+    """`raw` as a list of strings (None counts as empty), or a RuleError naming `where`."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        raise RuleError(f"{where}: {reason}")
+    return raw
+
+
+_CODE_FIELDS = {"name", "python_name", "aliases", "value", "plog_text", "standalone_text", "public",
+                "recoverable", "generic", "by_name_only", "action", "meaning", "solution", "examples"}
+
+
 def _int_value(raw: object, where: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, (int, str)):
         raise RuleError(f"{where}: value must be an integer or hex string, got {raw!r}")
@@ -108,9 +144,9 @@ class Catalog:
         """Resolve user input (hex, decimal or any name) to (value, code or None)."""
         token = text.strip()
         upper = token.upper().removeprefix("LLMSTATUSCODE.")
-        for code in self.codes:
-            if upper in code.all_names:
-                return code.value & 0xFFFFFFFF, code
+        for named in self.codes:
+            if upper in named.all_names:
+                return named.value & 0xFFFFFFFF, named
         try:
             value = int(token, 0)
         except ValueError:
@@ -122,58 +158,56 @@ class Catalog:
         return value, code
 
     @classmethod
-    def load(cls, path: Path) -> "Catalog":
-        data = read_yaml(path)
+    def load(cls, path: Path) -> Catalog:
+        """Read and validate catalog.yaml; every problem is a RuleError naming file and code."""
         where = str(path)
-        _require(isinstance(data, dict) and isinstance(data.get("codes"), list), where,
-                 "expected a mapping with a `codes` list")
-        family = data.get("family") or {}
-        _require(isinstance(family, dict), where, "`family` must be a mapping")
+        data = _mapping(read_yaml(path), where, "expected a mapping with a `codes` list")
+        _require(isinstance(data.get("codes"), list), where, "expected a mapping with a `codes` list")
+        family = _mapping(data.get("family") or {}, where, "`family` must be a mapping")
         base = _int_value(family.get("base", 0x5010B000), f"{where}: family.base")
         size = _int_value(family.get("size", 256), f"{where}: family.size")
-        codes, seen_names, seen_values = [], set(), set()
+        codes: list[Code] = []
+        seen_names: set[str] = set()
+        seen_values: set[int] = set()
         for index, raw in enumerate(data["codes"]):
-            here = f"{where}: code #{index + 1}"
-            _require(isinstance(raw, dict), here, "each code must be a mapping")
-            name = raw.get("name")
-            _require(isinstance(name, str) and name.startswith("LLM_"), here,
-                     "`name` must be an LLM_* identifier")
-            here = f"{where}: code {name}"
-            known = {"name", "python_name", "aliases", "value", "plog_text", "standalone_text",
-                     "public", "recoverable", "generic", "by_name_only", "action", "meaning",
-                     "solution", "examples"}
-            unknown = sorted(set(raw) - known)
-            _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
-            value = _int_value(raw.get("value"), f"{here}: value")
-            action = raw.get("action", "collect-logs")
-            _require(action in ACTIONS, here,
-                     f"action {action!r} is not one of: {', '.join(ACTIONS)}")
-            rec = raw.get("recoverable")
-            _require(rec is None or isinstance(rec, bool), here, "`recoverable` must be true, false or null")
-            aliases = raw.get("aliases") or []
-            _require(isinstance(aliases, list) and all(isinstance(a, str) for a in aliases), here,
-                     "`aliases` must be a list of names")
-            examples = raw.get("examples") or []
-            _require(isinstance(examples, list) and examples
-                     and all(isinstance(e, str) for e in examples), here,
-                     "`examples` must be a non-empty list of lines")
-            code = Code(
-                name=name, value=value, python_name=raw.get("python_name"),
-                aliases=tuple(aliases), plog_text=raw.get("plog_text"),
-                standalone_text=bool(raw.get("standalone_text", False)),
-                public=bool(raw.get("public", False)), recoverable=rec,
-                generic=bool(raw.get("generic", False)),
-                by_name_only=bool(raw.get("by_name_only", False)), action=action,
-                meaning=str(raw.get("meaning") or name), solution=str(raw.get("solution") or ""),
-                examples=tuple(examples),
-            )
+            code = _parse_code(raw, f"{where}: code #{index + 1}", where)
+            here = f"{where}: code {code.name}"
             for n in code.all_names:
                 _require(n not in seen_names, here, f"name {n} is defined twice")
                 seen_names.add(n)
-            _require(value & 0xFFFFFFFF not in seen_values, here, f"value {code.hex} is defined twice")
-            seen_values.add(value & 0xFFFFFFFF)
+            _require(code.value & 0xFFFFFFFF not in seen_values, here, f"value {code.hex} is defined twice")
+            seen_values.add(code.value & 0xFFFFFFFF)
             codes.append(code)
         return cls(codes, base, size)
+
+
+def _parse_code(raw: object, here: str, where: str) -> Code:
+    """One catalog entry, validated."""
+    entry = _mapping(raw, here, "each code must be a mapping")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.startswith("LLM_"):
+        raise RuleError(f"{here}: `name` must be an LLM_* identifier")
+    here = f"{where}: code {name}"
+    unknown = sorted(set(entry) - _CODE_FIELDS)
+    _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
+    value = _int_value(entry.get("value"), f"{here}: value")
+    action = entry.get("action", "collect-logs")
+    _require(action in ACTIONS, here, f"action {action!r} is not one of: {', '.join(ACTIONS)}")
+    rec = entry.get("recoverable")
+    _require(rec is None or isinstance(rec, bool), here, "`recoverable` must be true, false or null")
+    aliases = _strings(entry.get("aliases"), here, "`aliases` must be a list of names")
+    examples = _strings(entry.get("examples"), here, "`examples` must be a non-empty list of lines")
+    _require(bool(examples), here, "`examples` must be a non-empty list of lines")
+    return Code(
+        name=name, value=value, python_name=entry.get("python_name"),
+        aliases=tuple(aliases), plog_text=entry.get("plog_text"),
+        standalone_text=bool(entry.get("standalone_text", False)),
+        public=bool(entry.get("public", False)), recoverable=rec,
+        generic=bool(entry.get("generic", False)),
+        by_name_only=bool(entry.get("by_name_only", False)), action=action,
+        meaning=str(entry.get("meaning") or name), solution=str(entry.get("solution") or ""),
+        examples=tuple(examples),
+    )
 
 
 class ApiTable:
@@ -223,38 +257,36 @@ class ApiTable:
         return frozenset(out)
 
     @classmethod
-    def load(cls, path: Path) -> "ApiTable":
-        data = read_yaml(path)
+    def load(cls, path: Path) -> ApiTable:
+        """Read and validate apis.yaml; a spelling may belong to one API only."""
         where = str(path)
-        _require(isinstance(data, dict) and isinstance(data.get("apis"), dict), where,
-                 "expected a mapping with an `apis` mapping")
+        data = _mapping(read_yaml(path), where, "expected a mapping with an `apis` mapping")
+        apis = _mapping(data.get("apis"), where, "expected a mapping with an `apis` mapping")
         spellings: dict[str, str] = {}
         tags: dict[str, str] = {}
-        canonical = tuple(data["apis"])
-        shared = frozenset(c for c, e in data["apis"].items() if isinstance(e, dict) and e.get("shared"))
-        for canon, entry in data["apis"].items():
+        canonical = tuple(apis)
+        shared = frozenset(c for c, e in apis.items() if isinstance(e, dict) and e.get("shared"))
+        for canon, raw in apis.items():
             here = f"{where}: api {canon}"
-            entry = entry or {}
-            _require(isinstance(entry, dict), here, "must be a mapping with `spellings`/`tags`")
+            entry = _mapping(raw or {}, here, "must be a mapping with `spellings`/`tags`")
             unknown = sorted(set(entry) - {"spellings", "tags", "shared"})
             _require(not unknown, here, f"unknown field(s): {', '.join(unknown)}")
+            # The canonical name is a free-text spelling unless it is a generic word listed
+            # under `tags` (Link, Finalize).
+            lowered_tags = {str(t).lower() for t in entry.get("tags") or []}
             for kind, table in (("spellings", spellings), ("tags", tags)):
                 values = entry.get(kind) or []
                 _require(isinstance(values, list), here, f"`{kind}` must be a list")
-                # The canonical name is a free-text spelling unless it is a generic word
-                # listed under `tags` (Link, Finalize).
-                lowered_tags = {str(t).lower() for t in entry.get("tags") or []}
                 names = [canon] if kind == "spellings" and canon.lower() not in lowered_tags else []
                 for spelling in names + values:
-                    _require(isinstance(spelling, str) and spelling.strip(), here,
+                    _require(isinstance(spelling, str) and bool(spelling.strip()), here,
                              f"`{kind}` entries must be non-empty strings")
                     key = spelling.lower()
                     other = spellings.get(key) or tags.get(key)
-                    _require(other in (None, canon), here,
-                             f"spelling {spelling!r} already belongs to {other}")
+                    _require(other in (None, canon), here, f"spelling {spelling!r} already belongs to {other}")
                     table[key] = canon
-        groups = {}
-        for gname, members in (data.get("groups") or {}).items():
+        groups: dict[str, tuple[str, ...]] = {}
+        for gname, members in _mapping(data.get("groups") or {}, where, "`groups` must be a mapping").items():
             here = f"{where}: group {gname}"
             _require(isinstance(members, list), here, "must be a list of API names")
             for m in members:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .catalog import format_code
 from .errors import InputError
 from .rules import Rule, RuleSet
 
 
-def explain(token: str, rules: RuleSet | None = None) -> dict:
+def explain(token: str, rules: RuleSet | None = None) -> dict[str, Any]:
     """Meaning, recoverability and every context rule for a code given as hex, decimal or name."""
     rules = rules or RuleSet.load()
     resolved = rules.catalog.lookup(token)
@@ -33,7 +35,8 @@ def explain(token: str, rules: RuleSet | None = None) -> dict:
     }
 
 
-def describe_rule(rule: Rule) -> dict:
+def describe_rule(rule: Rule) -> dict[str, Any]:
+    """One rule as `explain` shows it: when it applies (in words), its action and remedy."""
     when = []
     if rule.apis:
         when.append("API is " + " or ".join(sorted(rule.apis)))

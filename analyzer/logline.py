@@ -1,13 +1,24 @@
 """Line headers: which log format a line is in, and its timestamp, pid, tid and Func field.
 
 Stage: context (parsing). Runs only on candidate lines and the few lines looked back at, never
-in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (domain.md §6).
+in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (a missing `[`,
+`ERR0R`, blocks flattened onto one line).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
+
+
+class YearSource(Protocol):
+    """Where a yearless stamp gets its year (`inputs.YearHint`): nearest to the file's own date."""
+
+    def for_stamp(self, month_day: str) -> int | None: ...
+
+
+Year = int | YearSource | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +81,13 @@ def _iso(date: str, time: str, frac: str | None) -> str:
     return f"{date}T{time}.{frac[:6].ljust(6, '0')}" if frac else f"{date}T{time}"
 
 
-def _yearless(month_day: str, time: str, frac: str | None, year) -> str | None:
+def _yearless(month_day: str, time: str, frac: str | None, year: Year) -> str | None:
     """ISO time for a stamp that printed no year, with the year supplied (int or YearHint)."""
-    y = year.for_stamp(month_day) if hasattr(year, "for_stamp") else year
+    y = year if year is None or isinstance(year, int) else year.for_stamp(month_day)
     return _iso(f"{y:04d}-{month_day}", time, frac) if y else None
 
 
-def parse_header(line: str, year=None) -> Header:
+def parse_header(line: str, year: Year = None) -> Header:
     """Parse the header at the start of `line` (after NULs and blanks). Never raises. `year` (an
     int or an `inputs.YearHint`) completes timestamps that print none."""
     pos = len(line) - len(line.lstrip("\x00 \t\ufeff"))
@@ -135,7 +146,7 @@ def _plog_header(line: str, m: re.Match, start: int) -> Header:
     return Header("plog", ts, m.group("pid"), tid, func or None, end, start)
 
 
-def record_headers(line: str, year=None) -> list[Header]:
+def record_headers(line: str, year: Year = None) -> list[Header]:
     """Headers of every record on the line: several when plog blocks were flattened onto one."""
     first = parse_header(line, year)
     # A flattened block repeats the header grammar, date included: look for the date first.

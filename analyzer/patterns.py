@@ -8,6 +8,7 @@ Each pattern is anchored on a literal so the regex engine never scans with an al
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import regex
 
@@ -15,6 +16,8 @@ from .catalog import Catalog
 from .records import CodeHit
 
 GENERIC_FAILED = 0xFFFFFFFF
+
+_Match = tuple[int, int, int, str]  # (code value, start, end, form)
 
 # Literals that every code form contains at least one of. Digits and `0x` are case-free except
 # the `x`, so `0x5010`/`0X5010` cover hex in any case.
@@ -66,36 +69,53 @@ class CodeMatcher:
         """All code hits on one line, deduplicated by value (first occurrence wins)."""
         hits: dict[int, CodeHit] = {}
         lists = _may_hold_result_list(line)
-
-        def add(value: int, start: int, end: int, form: str) -> None:
+        for value, start, end, form in self._matches(line):
             if value not in hits:
                 hits[value] = CodeHit(value, start, end, form, lists and _in_result_list(line, start))
+        return sorted(hits.values(), key=lambda h: h.start)
 
+    def _matches(self, line: str) -> Iterator[_Match]:
+        """Every code form in a fixed order (hex, decimal, name, text, generic); each form is
+        tried only when its literal is on the line."""
         if "0x5010" in line or "0X5010" in line:
             for m in _HEX.finditer(line):
-                add(0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex")
+                yield 0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex"
         if "134327" in line:
-            for m in _DECIMAL.finditer(line):
-                value = int(m.group(1))
-                if self.catalog.in_family(value) and _has_code_context(line, m.start()):
-                    add(value, m.start(), m.end(), "repr" if _is_repr(line, m.start()) else "decimal")
+            yield from self._decimals(line)
         if "LLM_" in line:
-            for m in _NAME.finditer(line):
-                value = self.names.get(m.group(0))
-                if value is not None:
-                    add(value, m.start(), m.end(), "repr" if line.startswith("<LLMStatusCode.", max(0, m.start() - 15)) else "name")
+            yield from self._names(line)
+        yield from self._texts(line)
+        if "4294967295" in line or "-1" in line:
+            yield from _generic_failed(line)
+
+    def _decimals(self, line: str) -> Iterator[_Match]:
+        for m in _DECIMAL.finditer(line):
+            value = int(m.group(1))
+            if self.catalog.in_family(value) and _has_code_context(line, m.start()):
+                yield value, m.start(), m.end(), "repr" if _is_repr(line, m.start()) else "decimal"
+
+    def _names(self, line: str) -> Iterator[_Match]:
+        for m in _NAME.finditer(line):
+            value = self.names.get(m.group(0))
+            if value is not None:
+                in_repr = line.startswith("<LLMStatusCode.", max(0, m.start() - 15))
+                yield value, m.start(), m.end(), "repr" if in_repr else "name"
+
+    def _texts(self, line: str) -> Iterator[_Match]:
         if self._errno_text is not None and "ErrorNo" in line:
             for m in self._errno_text.finditer(line):
-                add(self._text_values[m.group(1)], m.start(1), m.end(1), "text")
+                yield self._text_values[m.group(1)], m.start(1), m.end(1), "text"
         if self._standalone is not None and any(a in line for a in self._standalone_anchors):
             for m in self._standalone.finditer(line):
-                add(self._text_values[m.group(0)], m.start(), m.end(), "text")
-        if ("4294967295" in line or "-1" in line) and GENERIC_FAILED not in hits:
-            for m in _FAILED_DECIMAL.finditer(line):
-                if _has_code_context(line, m.start()):
-                    add(GENERIC_FAILED, m.start(), m.end(), "generic")
-                    break
-        return sorted(hits.values(), key=lambda h: h.start)
+                yield self._text_values[m.group(0)], m.start(), m.end(), "text"
+
+
+def _generic_failed(line: str) -> Iterator[_Match]:
+    """The first LLM_FAILED number (4294967295 or -1) that follows a code word."""
+    for m in _FAILED_DECIMAL.finditer(line):
+        if _has_code_context(line, m.start()):
+            yield GENERIC_FAILED, m.start(), m.end(), "generic"
+            return
 
 
 def _has_code_context(line: str, start: int) -> bool:

@@ -7,8 +7,10 @@ fragments that keep their line number, so a hit after megabytes of junk is still
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator, Sequence
+from types import ModuleType
+from typing import BinaryIO
 
 import numpy as np
 
@@ -18,6 +20,7 @@ HISTORY_BYTES = 64 << 10  # what is kept from the previous block for looking bac
 LOOKBACK_LINES = 40
 TEXT_LIMIT = 2000  # characters of a hit line kept in memory (the hit stays inside the window)
 
+_hyperscan: ModuleType | None
 try:  # The multi-literal engine that pays on big inputs (perf.md); same results without it.
     import hyperscan as _hyperscan
 except ImportError:  # pragma: no cover - depends on the platform
@@ -95,7 +98,7 @@ class Prefilter:
         if engine == "hyperscan" and not _hyperscan:
             raise RuntimeError("hyperscan is not installed")
         self._db = None
-        if self.engine == "hyperscan":
+        if self.engine == "hyperscan" and _hyperscan is not None:
             db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
             db.compile(expressions=[_hs_escape(lit) for lit in self.literals],
                        ids=list(range(len(self.literals))),
@@ -108,7 +111,7 @@ class Prefilter:
         if self._db is not None:
             positions: list[int] = []
 
-            def on_match(_id, _from, to, _flags, _ctx):
+            def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
                 positions.append(to)
                 return None
 

@@ -2,8 +2,56 @@
 socket errors are classified as likely causes of the finding after them, never as findings."""
 
 import pytest
-
 from analyzer import RuleError, analyze_text, load_rules
+from analyzer.catalog import BUILTIN_RULES_DIR
+from analyzer.rulecheck import check_examples, classified_as, family_examples
+
+NEIGHBOURS = BUILTIN_RULES_DIR / "neighbours.yaml"
+
+
+def _family_cases():
+    rules = load_rules()
+    for family, (match, no_match) in sorted(family_examples(NEIGHBOURS, rules.neighbours).items()):
+        for i, line in enumerate(match):
+            yield pytest.param(family, line, True, id=f"{family}-match-{i}")
+        for i, line in enumerate(no_match):
+            yield pytest.param(family, line, False, id=f"{family}-no_match-{i}")
+
+
+@pytest.mark.parametrize("family,line,should_match", list(_family_cases()))
+def test_family_examples(rules, family, line, should_match):
+    """Every example in neighbours.yaml, through the literal prefilter as a scan runs it."""
+    assert (family in classified_as(rules.neighbours, line)) == should_match
+    assert analyze_text(line, rules) == []  # a neighbour is a cause, never a finding
+
+
+def test_every_family_has_examples(rules):
+    examples = family_examples(NEIGHBOURS, rules.neighbours)
+    assert sorted(examples) == sorted(f.id for f in rules.neighbours.families)
+    assert all(match for match, _ in examples.values())
+
+
+def _user_neighbours(tmp_path, examples: str):
+    (tmp_path / "neighbours.yaml").write_text(
+        "families:\n  - id: oom\n    literals: [OOM]\n    pattern: '(?P<code>OOM-[0-9]+)'\n" + examples)
+    return load_rules(tmp_path)
+
+
+@pytest.mark.parametrize("examples,reason", [
+    ("", "family oom: needs at least one `match` example"),
+    ("examples:\n  oom:\n    match: ['out of memory']\n", "family oom: example should match but gave nothing"),
+    ("examples:\n  oom:\n    match: ['OOM-12']\n    no_match: ['OOM-7 killed']\n", "family oom: example should not match"),
+    ("examples:\n  nope:\n    match: ['OOM-12']\n", "examples: family nope: no such family (known: oom)"),
+    ("examples:\n  oom: ['OOM-12']\n", "examples: family oom: must be a mapping"),
+])
+def test_family_example_problems_are_reported(tmp_path, examples, reason):
+    problems = check_examples(_user_neighbours(tmp_path, examples))
+    assert len(problems) == 1 and str(tmp_path / "neighbours.yaml") in problems[0] and reason in problems[0], problems
+
+
+def test_family_examples_pass(tmp_path):
+    rules = _user_neighbours(tmp_path, "examples:\n  oom:\n    match: ['OOM-12']\n    no_match: ['OOMPH']\n")
+    assert check_examples(rules) == []
 
 
 @pytest.mark.parametrize("line,family,code", [

@@ -4,10 +4,9 @@ user rules add and override; the most specific rule wins."""
 from pathlib import Path
 
 import pytest
-
 from analyzer import RuleError, analyze_text, load_rules
 from analyzer.engine import Engine
-from analyzer.rulecheck import check_examples, example_result
+from analyzer.rulecheck import check_example, check_examples
 
 
 def _cases():
@@ -26,8 +25,14 @@ def engine(rules):
 
 @pytest.mark.parametrize("rule_id,example,should_match", list(_cases()))
 def test_rule_examples(rules, engine, rule_id, example, should_match):
-    got = example_result(engine, rules.by_id[rule_id], example)
-    assert (rule_id in got) == should_match, got
+    assert check_example(engine, rules.by_id[rule_id], example, should_match) is None
+
+
+def test_every_context_rule_has_a_counter_example(rules):
+    """A built-in context rule shows the same code in another context, where another rule applies."""
+    context_rules = [r for r in rules.rules if not r.default]
+    assert len(context_rules) >= 11
+    assert [r.id for r in context_rules if not r.examples_no_match] == []
 
 
 def test_every_rule_has_examples_and_a_known_action(rules):
@@ -106,6 +111,37 @@ def test_failing_example_is_reported(tmp_path):
     body = GOOD.replace('match: ["[pull_cache] failed', 'match: ["[push_cache] failed')
     problems = check_examples(load_rules(write(tmp_path, body)))
     assert len(problems) == 1 and "rule my-link-failed-pull: example should match" in problems[0]
+
+
+NO_MATCH = """
+rules:
+  - id: my-not-yet-link-pull
+    match: {codes: [LLM_NOT_YET_LINK], apis: [PullKvCache]}
+    action: relink
+    remedy: Relink.
+    examples:
+      match: ["[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"]
+      no_match: [%s]
+"""
+
+
+@pytest.mark.parametrize("counter_example,reason", [
+    # Not found at all: a plain "did not match" would pass this vacuously.
+    ('"[pull_blocks] failed, the link is gone"', "must be found as 0x5010B007 under another rule, but gave no finding"),
+    # Found, but as another code: says nothing about this rule's context.
+    ('"[pull_blocks] failed, error code is LLMStatusCode.LLM_PARAM_INVALID"',
+     "must be found as 0x5010B007 under another rule, but gave 0x5010B005 under param-invalid-pull-blocks"),
+    # The same context: the rule does match.
+    ('"[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"', "example should not match"),
+])
+def test_counter_example_must_show_the_code_under_another_rule(tmp_path, counter_example, reason):
+    problems = check_examples(load_rules(write(tmp_path, NO_MATCH % counter_example)))
+    assert len(problems) == 1 and "rule my-not-yet-link-pull: " in problems[0] and reason in problems[0], problems
+
+
+def test_counter_example_in_another_context_passes(tmp_path):
+    body = NO_MATCH % '"[pull_blocks] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"'
+    assert check_examples(load_rules(write(tmp_path, body))) == []
 
 
 def test_missing_rules_dir(tmp_path):
