@@ -10,17 +10,16 @@ Stage: library facade. The CLI is a thin layer over `analyze`.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterable
 
 from .engine import Engine, sort_key
-from .inputs import iter_sources
+from .inputs import Limits, Selection, iter_sources
 from .parallel import EngineFactory, merge, plan_units, run_units
 from .progress import Progress
-from .inputs import Limits, Selection
 from .records import Finding, InputStats, Skipped
 from .report import Summary
 from .rules import RuleSet

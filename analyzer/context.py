@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .catalog import ApiTable
 from .logline import Header, header_for, parse_header, record_headers

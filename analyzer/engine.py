@@ -9,19 +9,18 @@ Stage: engine. It runs the stages on one stream in order: scanner (candidate lin
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import IO, TYPE_CHECKING, BinaryIO, Callable, Iterator, Sequence, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
-from .inputs import Source, year_hint
-from .inputs import layout_of
+from .fingerprint import finding_fingerprint
+from .inputs import READ_ERRORS, Limits, Selection, Source, Unpacker, layout_of, year_hint
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
-from .inputs import READ_ERRORS, Limits, Selection, Unpacker
-from .fingerprint import finding_fingerprint
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 from .scanner import Prefilter, ScanCounts, scan_stream

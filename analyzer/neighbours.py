@@ -9,9 +9,10 @@ neighbour errors logged shortly before each finding: its likely causes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .catalog import read_yaml
 from .errors import RuleError
@@ -86,7 +87,7 @@ class NeighbourMatcher:
         return out
 
     @classmethod
-    def load(cls, path: Path | None) -> "NeighbourMatcher":
+    def load(cls, path: Path | None) -> NeighbourMatcher:
         if path is None:
             return cls([])
         data = read_yaml(path)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, cast
+from typing import BinaryIO, cast
 
 from .engine import Engine
-from .inputs import Source, year_hint
+from .inputs import SafeStream, Source, sniff, year_hint
 from .progress import Progress
-from .inputs import SafeStream, sniff
 from .records import Finding, InputStats
 from .scanner import HISTORY_BYTES
 

@@ -101,7 +101,7 @@ class InputStats:
     excluded: int = 0  # streams left out by --include/--exclude
     outside_window: int = 0  # findings outside --since/--until
 
-    def add(self, other: "InputStats") -> None:
+    def add(self, other: InputStats) -> None:
         self.files += other.files
         self.lines += other.lines
         self.bytes += other.bytes

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .api import analyze_snippet
 from .catalog import format_code, read_yaml
+from .engine import Engine
 from .errors import RuleError
 from .neighbours import NeighbourMatcher
-from .api import analyze_snippet
-from .engine import Engine
 from .records import Finding
 from .rules import Rule, RuleSet
 

@@ -9,9 +9,9 @@ finding has a rule. Rules from `--rules DIR` override built-in ones with the sam
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .errors import RuleError
@@ -115,7 +115,7 @@ class RuleSet:
         raise AssertionError(f"no rule for {format_code(value)}")  # the fallback always matches
 
     @classmethod
-    def load(cls, extra_dirs: list[Path] | tuple[Path, ...] = (), builtin_dir: Path = BUILTIN_RULES_DIR) -> "RuleSet":
+    def load(cls, extra_dirs: list[Path] | tuple[Path, ...] = (), builtin_dir: Path = BUILTIN_RULES_DIR) -> RuleSet:
         """Load built-in rules, then each extra directory (later ones override earlier ones)."""
         dirs = [builtin_dir, *map(Path, extra_dirs)]
         for d in dirs:

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from analyzer import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent

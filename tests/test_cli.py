@@ -5,9 +5,8 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
-
 from analyzer.cli import cli
+from click.testing import CliRunner
 
 PULL_TIMEOUT = ("[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:812]5571 PullKvBlocks: "
                 "ErrorNo: 1343270913(request wait to be processed timeout!) [GE][MODULE]pull blocks timeout\n")

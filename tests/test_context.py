@@ -1,7 +1,6 @@
 """Stage: context. Which API returned a code, and on what evidence."""
 
 import pytest
-
 from analyzer import analyze_text
 
 

@@ -9,11 +9,22 @@ import zlib
 
 import pytest
 import zstandard
-
 from analyzer import analyze
-from analyzer.inputs import (FORMATS, Codec, Format, Limits, SafeStream, Selection, Unpacker, layout_of, sniff,
-                             strip_archive_suffix, strip_compression_suffix)
-from analyzer.inputs import formats
+from analyzer.inputs import (
+    FORMATS,
+    Codec,
+    Format,
+    Limits,
+    SafeStream,
+    Selection,
+    Unpacker,
+    formats,
+    layout_of,
+    sniff,
+    strip_archive_suffix,
+    strip_compression_suffix,
+)
+
 from bundles import tar_bytes, zip_bytes
 
 LOG = (b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "

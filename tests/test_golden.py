@@ -5,10 +5,9 @@ by hand); the same input must give byte-identical reports, whatever --jobs is. A
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-
 from analyzer.cli import cli
 from analyzer.writers import WRITERS
+from click.testing import CliRunner
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -1,7 +1,6 @@
 """Stage: inputs (naming). Node, log kind, device and pid read off a log's name."""
 
 import pytest
-
 from analyzer.inputs import layout_of
 
 

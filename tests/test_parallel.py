@@ -5,13 +5,13 @@ import gzip
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
 import analyzer.parallel as parallel
 from analyzer import analyze
 from analyzer.api import Options
 from analyzer.cli import cli
 from analyzer.inputs import iter_sources
+from click.testing import CliRunner
+
 from bundles import tar_bytes
 
 LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"

@@ -1,7 +1,6 @@
 """Stage: scan (what a code looks like). Every print form of domain.md §5 is found; look-alikes are not."""
 
 import pytest
-
 from analyzer.patterns import CodeMatcher
 
 

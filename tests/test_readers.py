@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from analyzer import analyze
+from analyzer.api import Options
+from analyzer.cli import cli
+from analyzer.inputs import Limits, Selection
 from click.testing import CliRunner
 
-from analyzer import analyze
-from analyzer.cli import cli
-from analyzer.api import Options
-from analyzer.inputs import Limits, Selection
 from bundles import collector_bundle, tar_bytes, zip_bytes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from analyzer import analyze
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,12 +4,11 @@ long lines or line endings; both prefilter engines give the same candidates."""
 import io
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from analyzer import scanner
 from analyzer.patterns import BASE_LITERALS
 from analyzer.scanner import Prefilter, ScanCounts, scan_stream
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 LITERALS = BASE_LITERALS
 ENGINES = ["find"] + (["hyperscan"] if scanner._hyperscan else [])

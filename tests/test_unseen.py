@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from analyzer import analyze
 
 DATA = Path(__file__).parent / "data" / "unseen"

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from analyzer import Analysis, analyze
 from analyzer.report import Burst, Summary
 from analyzer.writers import WRITERS, render_report, write_report

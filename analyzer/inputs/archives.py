@@ -15,7 +15,8 @@ import tarfile
 import tempfile
 import zipfile
 import zlib
-from typing import BinaryIO, Callable, Iterator, Protocol
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, Protocol
 
 from .codecs import Codec, Decompressed
 from .names import clean_member, printable

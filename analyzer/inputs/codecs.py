@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import codecs
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .streams import PIECE, Reader
 

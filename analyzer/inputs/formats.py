@@ -12,8 +12,9 @@ from __future__ import annotations
 import bz2
 import lzma
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from . import archives
 from .codecs import Codec, Decompressed, Decompressor

@@ -12,9 +12,10 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import BinaryIO, Iterator
+from datetime import UTC, datetime
+from typing import BinaryIO
 
 from ..errors import InputError
 from ..records import Skipped
@@ -81,7 +82,7 @@ def year_hint(name: str, mtime: float | None, default: int | None = None) -> Yea
         year, month, day = found[-1]
         return YearHint(int(year), near=f"{month}-{day}")
     if mtime is not None:
-        when = datetime.fromtimestamp(mtime, tz=timezone.utc)
+        when = datetime.fromtimestamp(mtime, tz=UTC)
         return YearHint(when.year, True, when.strftime("%m-%d"))
     return YearHint(None, True)
 

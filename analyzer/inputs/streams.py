@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 PIECE = 1 << 16  # read decompressors in small pieces so a break loses nothing before it
 

@@ -8,7 +8,7 @@ re-encoded. What --include/--exclude leave out is counted, what cannot be read i
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8

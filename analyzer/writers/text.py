@@ -15,8 +15,16 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, TextIO
 
-from .common import (describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, plural,
-                     recoverable_word, short_source)
+from .common import (
+    describe_api,
+    describe_burst_extras,
+    describe_causes,
+    describe_code,
+    inputs_line,
+    plural,
+    recoverable_word,
+    short_source,
+)
 
 if TYPE_CHECKING:
     from .. import Analysis

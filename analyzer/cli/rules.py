@@ -1,0 +1,57 @@
+"""`ddtriage rules list|check`: the remedy rules in effect, and proof of their examples."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import DDTriageError
+from .base import EXIT_ERROR, cli, fail, load_rules, rules_option
+
+
+@cli.group()
+def rules() -> None:
+    """List or check remedy rules."""
+
+
+@rules.command("list")
+@rules_option
+def rules_list(rules_dirs: tuple[Path, ...]) -> None:
+    """List every rule: id, action, codes and conditions."""
+    from ..explain import describe_rule
+
+    try:
+        ruleset = load_rules(rules_dirs)
+    except DDTriageError as exc:
+        fail(str(exc))
+    catalog = ruleset.catalog
+    for rule in sorted(ruleset.rules, key=lambda r: (r.default, r.id)):
+        if rule.codes is None:
+            codes = "unknown codes"
+        else:
+            codes = ", ".join(sorted((catalog.get(v).name if catalog.get(v) else hex(v)) for v in rule.codes))
+        click.echo(f"{rule.id:<36} {rule.action:<16} {codes}")
+        view = describe_rule(rule)
+        if view["when"] != "any context":
+            click.echo(f"{'':<36} when {view['when']}")
+
+
+@rules.command("check")
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def rules_check(directory: Path | None) -> None:
+    """Validate rules (built-in plus DIRECTORY) and prove every rule's example lines."""
+    from ..rulecheck import check_examples
+
+    try:
+        ruleset = load_rules([directory] if directory else [])
+    except DDTriageError as exc:
+        fail(str(exc))
+    problems = check_examples(ruleset)
+    for problem in problems:
+        click.echo(f"ddtriage: error: {problem}", err=True)
+    if problems:
+        sys.exit(EXIT_ERROR)
+    click.echo(f"{len(ruleset.rules)} rules OK ({len(ruleset.sources)} files)")
+
