@@ -13,6 +13,8 @@ Library first: everything the CLI does is a call here.
     result.inputs          # InputStats: files, lines, bytes read, skipped inputs
 """
 
+import os
+
 from .api import Analysis, Options, analyze, analyze_text
 from .errors import DDTriageError, InputError, RuleError
 from .explain import explain
@@ -20,7 +22,7 @@ from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 
 
-def load_rules(*dirs) -> RuleSet:
+def load_rules(*dirs: str | os.PathLike[str]) -> RuleSet:
     """Built-in rules plus any extra rule directories (later ones override earlier ones)."""
     from pathlib import Path
 

@@ -22,12 +22,14 @@ from .timepolicy import parse_ts
 if TYPE_CHECKING:
     from .inputs import YearHint
 
-LOOKBACK_LINES = 12  # how far "nearest earlier line" may be: one operation's few lines, not the last API call of the thread
+# How far "nearest earlier line" may be: one operation's few lines, not the last API call of the thread.
+LOOKBACK_LINES = 12
 _TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
 _TRACEBACK_START = "Traceback (most recent call last)"
 # A line that says it belongs to LLM-DataDist even without an API name in it.
-_LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|h)\b|data_cache_engine|\bhixl\b|LLMStatusCode|LLMException")
+_LLM_MARKER = re.compile(r"(?i)llm[_ ]?data[_ ]?dist|\bllm_\w+\.(?:cc|h)\b|data_cache_engine|\bhixl\b"
+                         r"|LLMStatusCode|LLMException")
 
 ECHO_SECONDS = 2.0  # how soon after a specific code a generic failure in its thread is its echo
 ECHO_MEMORY = 64  # specific codes remembered per stream for that test
@@ -131,9 +133,7 @@ def same_thread(a: Header, b: Header) -> bool:
     """Whether two records may come from the same process/thread (unknown matches anything)."""
     if a.pid and b.pid and a.pid != b.pid:
         return False
-    if a.tid and b.tid and a.tid != b.tid:
-        return False
-    return True
+    return not (a.tid and b.tid and a.tid != b.tid)
 
 
 class GenericPolicy:

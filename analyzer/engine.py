@@ -17,6 +17,7 @@ from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
 from .fingerprint import finding_fingerprint
 from .inputs import READ_ERRORS, Limits, Selection, Source, Unpacker, layout_of, year_hint
+from .inputs.streams import Reader
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
@@ -90,7 +91,7 @@ class Engine:
         stats.excluded += unpacker.excluded
         return findings
 
-    def scan_leaf(self, name: str, stream: BinaryIO, year: YearHint | None, stats: InputStats,
+    def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
                   history: bytes = b"", year_guessed: bool = False) -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
         its lines and bytes are added to `stats`, and a read error that stops it is listed."""
@@ -108,7 +109,7 @@ class Engine:
         return findings
 
     # -- one text stream ---------------------------------------------------------------------
-    def scan_stream(self, name: str, stream: BinaryIO, counts: ScanCounts, year: YearHint | None = None,
+    def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
                     history: bytes = b"", year_guessed: bool = False) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at."""

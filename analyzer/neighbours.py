@@ -70,7 +70,7 @@ class NeighbourMatcher:
             self._db.scan(raw, match_event_handler=lambda i, *_: ids.add(i))
             present = {self.literals[i] for i in ids}
         else:
-            present = {lit for lit, raw_lit in zip(self.literals, self._raw_literals) if raw_lit in raw}
+            present = {lit for lit, raw_lit in zip(self.literals, self._raw_literals, strict=False) if raw_lit in raw}
         return [f for f in self.families if present.intersection(f.literals)] if present else []
 
     def find(self, line: str, families: list[Family] | None = None) -> list[tuple[str, str, str]]:

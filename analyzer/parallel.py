@@ -55,7 +55,7 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
         src = sources[0]
         if src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES and _is_plain(src.path):
             cuts = aligned_cuts(src.path, src.size, jobs)
-            return [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+            return [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
     return [WorkUnit(s) for s in sources]
 
 
@@ -135,7 +135,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
     if jobs > 1 and len(units) > 1 and not any(u.source.path is None for u in units):
         with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
                                  initargs=(make_engine,)) as pool:
-            for unit, result in zip(units, pool.map(_run_in_worker, units)):
+            for unit, result in zip(units, pool.map(_run_in_worker, units), strict=False):
                 results.append(result)
                 progress.advance(unit.size)
                 if unit.ends_source:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .errors import RuleError
@@ -65,9 +66,7 @@ class Rule:
             return False
         if self.in_cluster_results is not None and in_cluster != self.in_cluster_results:
             return False
-        if self.nearby is not None and not self.nearby.search(nearby_text()):
-            return False
-        return True
+        return not (self.nearby is not None and not self.nearby.search(nearby_text()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +137,8 @@ class RuleSet:
             in_cluster_results=None, nearby=None, action="collect-logs", recoverable=None,
             recoverable_set=False,
             remedy="An LLM-DataDist code (0x5010B0xx) this catalog does not know, probably from a newer CANN "
-                   "release. Look it up in the error-code page of the CANN version in use and collect host/device logs.",
+                   "release. Look it up in the error-code page of the CANN version in use and collect "
+                   "host/device logs.",
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
@@ -206,6 +206,37 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
     unknown = sorted(set(match) - _MATCH_FIELDS)
     if unknown:
         raise fail(f"match: unknown field(s): {', '.join(unknown)}")
+    codes, unknown_codes = _match_codes(match, catalog, fail)
+    api_sets = {key: apis.expand(match[key], f"{where}: match.{key}")
+                for key in ("apis", "not_apis") if _non_empty_list(match, key, fail)}
+    cluster = match.get("in_cluster_results")
+    if cluster is not None and not isinstance(cluster, bool):
+        raise fail("match.in_cluster_results: must be true or false")
+    nearby = _nearby(match, fail)
+    action = raw.get("action")
+    if action not in ACTIONS:
+        raise fail(f"action {action!r} is not one of: {', '.join(ACTIONS)}")
+    remedy = raw.get("remedy")
+    if not isinstance(remedy, str) or not remedy.strip():
+        raise fail("`remedy` must be non-empty text")
+    rec = raw.get("recoverable", None)
+    if rec is not None and not isinstance(rec, bool):
+        raise fail("`recoverable` must be true or false")
+    refs = raw.get("references") or []
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise fail("`references` must be a list of strings")
+    ex_match, ex_no = _examples(raw.get("examples"), fail)
+    return Rule(
+        id=rid, codes=codes, unknown=unknown_codes, apis=api_sets.get("apis"), not_apis=api_sets.get("not_apis"),
+        in_cluster_results=cluster, nearby=nearby, action=action, recoverable=rec,
+        recoverable_set="recoverable" in raw, remedy=" ".join(remedy.split()), references=tuple(refs),
+        examples_match=tuple(ex_match), examples_no_match=tuple(ex_no), origin=str(path), builtin=builtin,
+    )
+
+
+def _match_codes(match: dict[str, Any], catalog: Catalog,
+                 fail: Callable[[str], RuleError]) -> tuple[frozenset[int] | None, bool]:
+    """`match.codes` resolved to values, and `match.unknown`."""
     codes = None
     if "codes" in match:
         if not isinstance(match["codes"], list) or not match["codes"]:
@@ -222,39 +253,32 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
         raise fail("match.unknown: must be true or false")
     if codes is None and not unknown_codes:
         raise fail("match: needs `codes` (or `unknown: true`)")
-    api_sets = {}
-    for key in ("apis", "not_apis"):
-        if key in match:
-            if not isinstance(match[key], list) or not match[key]:
-                raise fail(f"match.{key}: must be a non-empty list of API names or @groups")
-            try:
-                api_sets[key] = apis.expand(match[key], f"{where}: match.{key}")
-            except RuleError:
-                raise
-    cluster = match.get("in_cluster_results")
-    if cluster is not None and not isinstance(cluster, bool):
-        raise fail("match.in_cluster_results: must be true or false")
-    nearby = None
-    if "nearby" in match:
-        if not isinstance(match["nearby"], str) or not match["nearby"]:
-            raise fail("match.nearby: must be a regular expression string")
-        try:
-            nearby = re.compile(match["nearby"])
-        except re.error as exc:
-            raise fail(f"match.nearby: invalid regular expression: {exc}") from None
-    action = raw.get("action")
-    if action not in ACTIONS:
-        raise fail(f"action {action!r} is not one of: {', '.join(ACTIONS)}")
-    remedy = raw.get("remedy")
-    if not isinstance(remedy, str) or not remedy.strip():
-        raise fail("`remedy` must be non-empty text")
-    rec = raw.get("recoverable", None)
-    if rec is not None and not isinstance(rec, bool):
-        raise fail("`recoverable` must be true or false")
-    refs = raw.get("references") or []
-    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
-        raise fail("`references` must be a list of strings")
-    examples = raw.get("examples")
+    return codes, unknown_codes
+
+
+def _non_empty_list(match: dict[str, Any], key: str, fail: Callable[[str], RuleError]) -> bool:
+    """Whether `match` has `key`, which must then be a non-empty list of API names."""
+    if key not in match:
+        return False
+    if not isinstance(match[key], list) or not match[key]:
+        raise fail(f"match.{key}: must be a non-empty list of API names or @groups")
+    return True
+
+
+def _nearby(match: dict[str, Any], fail: Callable[[str], RuleError]) -> re.Pattern[str] | None:
+    """`match.nearby` compiled, or None."""
+    if "nearby" not in match:
+        return None
+    if not isinstance(match["nearby"], str) or not match["nearby"]:
+        raise fail("match.nearby: must be a regular expression string")
+    try:
+        return re.compile(match["nearby"])
+    except re.error as exc:
+        raise fail(f"match.nearby: invalid regular expression: {exc}") from None
+
+
+def _examples(examples: object, fail: Callable[[str], RuleError]) -> tuple[list[str], list[str]]:
+    """`examples.match` (at least one) and `examples.no_match`, as lists of log text."""
     if not isinstance(examples, dict) or not examples.get("match"):
         raise fail("`examples.match` must list at least one example that the rule matches")
     ex_match = examples.get("match") or []
@@ -262,9 +286,4 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
     for key, lst in (("match", ex_match), ("no_match", ex_no)):
         if not isinstance(lst, list) or not all(isinstance(e, str) for e in lst):
             raise fail(f"examples.{key}: must be a list of log text")
-    return Rule(
-        id=rid, codes=codes, unknown=unknown_codes, apis=api_sets.get("apis"), not_apis=api_sets.get("not_apis"),
-        in_cluster_results=cluster, nearby=nearby, action=action, recoverable=rec,
-        recoverable_set="recoverable" in raw, remedy=" ".join(remedy.split()), references=tuple(refs),
-        examples_match=tuple(ex_match), examples_no_match=tuple(ex_no), origin=str(path), builtin=builtin,
-    )
+    return ex_match, ex_no

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import BinaryIO
 
 import numpy as np
+
+from .inputs.streams import Reader
 
 BLOCK_SIZE = 8 << 20
 MAX_LINE = 4 << 20  # a line longer than this is scanned in fragments
@@ -154,7 +155,7 @@ class ScanCounts:
     bytes: int = 0
 
 
-def scan_stream(stream: BinaryIO, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
+def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
                 max_line: int = MAX_LINE, history: bytes = b"") -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 

@@ -50,7 +50,8 @@ def _by_code_api(frame: pd.DataFrame) -> tuple[CodeRow, ...]:
                          name_key=frame["name"].astype("object").fillna(""),
                          ts=frame["timestamp"].fillna(""))
     rows = []
-    for (code, name, api, rule), group in keyed.groupby(["code", "name_key", "api_key", "rule"], observed=True, sort=True):
+    by = ["code", "name_key", "api_key", "rule"]
+    for (code, name, api, rule), group in keyed.groupby(by, observed=True, sort=True):
         stamped = group[group["ts"] != ""]
         first = group.iloc[0]
         rows.append(CodeRow(

@@ -18,6 +18,8 @@ from analyzer.api import Options
 from analyzer.cli import cli
 from analyzer.inputs import Limits, Selection
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bundles import collector_bundle, tar_bytes, zip_bytes
 
@@ -314,9 +316,6 @@ def test_truncated_zip_keeps_its_complete_members(tmp_path):
     assert any("members read from their local headers" in r for r in reasons)
     assert any(s.source.endswith("!c.log") for s in result.inputs.skipped)
 
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None)

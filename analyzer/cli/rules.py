@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..catalog import Code
 from ..errors import DDTriageError
 from .base import EXIT_ERROR, cli, fail, load_rules, rules_option
 
@@ -31,7 +32,7 @@ def rules_list(rules_dirs: tuple[Path, ...]) -> None:
         if rule.codes is None:
             codes = "unknown codes"
         else:
-            codes = ", ".join(sorted((catalog.get(v).name if catalog.get(v) else hex(v)) for v in rule.codes))
+            codes = ", ".join(sorted(_code_name(catalog.get(v), v) for v in rule.codes))
         click.echo(f"{rule.id:<36} {rule.action:<16} {codes}")
         view = describe_rule(rule)
         if view["when"] != "any context":
@@ -55,3 +56,6 @@ def rules_check(directory: Path | None) -> None:
         sys.exit(EXIT_ERROR)
     click.echo(f"{len(ruleset.rules)} rules OK ({len(ruleset.sources)} files)")
 
+
+def _code_name(code: Code | None, value: int) -> str:
+    return code.name if code is not None else hex(value)

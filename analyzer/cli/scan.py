@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO, cast
 
 import click
 
@@ -70,24 +70,24 @@ def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: t
     if since and until and since > until:
         fail("--since is later than --until")
     try:
-        paths = list(paths) or default_paths()
+        targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
                           selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year,
                           not_these=() if output == "-" else (output,))
         show_bar = not quiet and sys.stderr.isatty()
-        analysis = analyze(paths, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
+        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
                            progress=ProgressBar() if show_bar else Progress())
     except DDTriageError as exc:
         fail(str(exc))
     usage_error = False
     for skipped in analysis.inputs.to_dict()["skipped"]:
-        level = "error" if skipped["reason"] == MISSING and skipped["source"] in paths else "warning"
+        level = "error" if skipped["reason"] == MISSING and skipped["source"] in targets else "warning"
         usage_error |= level == "error"
         if level == "error" or not quiet:
             click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
     try:
         with click.open_file(output, "w", encoding="utf-8") as handle:
-            write_report(fmt, analysis, handle)
+            write_report(fmt, analysis, cast(TextIO, handle))
     except BrokenPipeError:
         quiet_broken_pipe()
     except OSError as exc:

@@ -66,7 +66,7 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
     try:
         # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
         # corrupt header to the next good one; the gap is reported below.
-        archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True)
+        archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True)  # noqa: SIM115 - closed below
     except (tarfile.TarError, OSError, EOFError, zlib.error, LimitExceeded) as exc:
         unpacker.skip(name, f"not a readable tar archive: {exc}")
         return
@@ -102,9 +102,9 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
     headers when that is missing."""
     source: BinaryIO
     if path is not None:
-        source = open(path, "rb")  # a zip on disk: read it in place
+        source = open(path, "rb")  # noqa: SIM115 - a zip on disk, read in place; closed in finally
     else:  # a zip inside something else: zip needs random access, so spool it
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in finally
         source = spool  # type: ignore[assignment]  # SpooledTemporaryFile is a BinaryIO in all but name
         try:
             while chunk := stream.read(1 << 20):

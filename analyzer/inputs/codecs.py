@@ -58,7 +58,7 @@ class Decompressed(io.RawIOBase):
         self.consumed += len(data)
         return data
 
-    def read(self, size: int | None = -1) -> bytes:
+    def read(self, size: int | None = -1) -> bytes:  # noqa: C901 - one state machine, read in order
         size = PIECE if size is None or size < 0 else size
         while True:
             if self._obj.eof and not self.codec.concatenated:

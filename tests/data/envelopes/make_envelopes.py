@@ -10,14 +10,14 @@ import csv
 import io
 import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ESC = "\x1b"
 TAB = "\t"
 CST = timezone(timedelta(hours=8))
-UTC = timezone.utc
+UTC = UTC
 SPLIT = 16384  # Docker's and containerd's line-split size (16 KiB)
 
 NS = "llm-serving"
