@@ -172,8 +172,10 @@ WORDS = ["prefill", "decoder", "kv_cache", "block_table", "layer", "tensor", "st
 class Noise:
     """Builds noise-line tails. Every number is < 10 digits; no 'LLM_', '0x5010', '4294967295'."""
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, pid: int = PID, pname: str = PNAME):
         self.r = rng
+        self.pid = pid
+        self.pname = pname
         self.mods = list(MODULES)
         self.mod_w = [MODULES[m][0] for m in self.mods]
 
@@ -257,6 +259,7 @@ class Noise:
         level = r.choices([l for l, _ in LEVELS], [w for _, w in LEVELS])[0]
         file, funcs = r.choice(MODULES[mod][1])
         func = r.choice(funcs)
+        PID, PNAME = self.pid, self.pname  # noqa: N806 - same names as the module defaults
         tid = PID + 1 + r.randrange(64)
         v = r.randrange(400)  # rare header variants seen in the wild
         if v == 0:
@@ -294,8 +297,9 @@ class Noise:
 # ---------------------------------------------------------------------------
 # Code-bearing lines
 
-def code_line(k: int, head_ts: str) -> tuple[str, str, str]:
+def code_line(k: int, head_ts: str, pid: int = PID, pname: str = PNAME) -> tuple[str, str, str]:
     """k-th planted line (k counts from 0). -> (line without newline, form, code key)."""
+    PID, PNAME = pid, pname  # noqa: N806 - same names as the module defaults
     form = FORMS[k % len(FORMS)]
     cyc = k // len(FORMS)
     func, file, trail = CODE_CONTEXTS[cyc % len(CODE_CONTEXTS)]
