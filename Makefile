@@ -32,7 +32,7 @@ lint: install
 golden: install
 	$(BIN)/python -m pytest -q tests/test_golden.py --update-golden
 
-# Full benchmark with the targets of issue #8 (~8 min, ~5 once inputs are cached; 6.4 GB in bench/.cache/); not run by CI.
+# Full benchmark with the targets of issue #8 (~8 min, ~5 once cached; 6.4 GB in bench/.cache/); not in CI.
 # rg (Debian's ripgrep) is installed when missing; without it the bench skips the rg column and says so.
 bench: install
 	@command -v rg >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \

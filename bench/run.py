@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of ddtriage against the C tools, measured in one run, with the targets of issue #8.
 
-    python3 bench/run.py                          # everything: ~8 min (~5 min once inputs are cached), 6.4 GB in bench/.cache/
+    python3 bench/run.py                          # everything: ~8 min (~5 once cached), 6.4 GB in bench/.cache/
     python3 bench/run.py --quick                  # small sizes, a smoke run of about a minute
     python3 bench/run.py --only sparse,gz --size 256M --repeat 1
 
@@ -294,7 +294,8 @@ class Bench:
             if scan:
                 rec.count = findings_in_report(report)
         if scan and rec.count != expect:
-            self.problems.append(f"[{case.name}] ddtriage reported {rec.count} findings, the generator planted {expect}")
+            self.problems.append(f"[{case.name}] ddtriage reported {rec.count} findings, "
+                                 f"the generator planted {expect}")
         rec.seconds = statistics.median(rec.runs)
         rec.cpu = statistics.median(cpus)
         rec.mb_s = case.nbytes / rec.seconds / 1e6 if case.nbytes and scan else None
@@ -374,8 +375,9 @@ def case_files(b: Bench) -> None:
 def case_gz(b: Bench) -> None:
     plog, exp = ensure_plog(b.a.cache_dir, b.a.size, "sparse", b.a.seed)
     path, gexp = ensure_gz(plog, exp)
-    case = b.cases["gz"] = Case("gz", f"{size_words(exp['bytes'])} sparse plog as .gz ({gexp['gz_bytes'] / 1e6:,.0f} MB); "
-                                f"MB/s of uncompressed log", exp["bytes"], exp["planted"])
+    title = (f"{size_words(exp['bytes'])} sparse plog as .gz ({gexp['gz_bytes'] / 1e6:,.0f} MB); "
+             f"MB/s of uncompressed log")
+    case = b.cases["gz"] = Case("gz", title, exp["bytes"], exp["planted"])
     warm(path)
     b.tool(case, "cat", "gzip -dc > /dev/null", ["gzip", "-dc", path], count=False, stdout_null=True)
     b.tool(case, "grep", "gzip -dc | grep -E -c",
@@ -567,7 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"host: {os.cpu_count()} CPUs, {platform.system()} {platform.release()} {platform.machine()}, "
           f"Python {platform.python_version()}")
     print(f"grep: {tool_version(['grep', '--version'])}; gzip: {tool_version(['gzip', '--version'])}")
-    print(f"rg: {tool_version([rg, '--version']) if rg else 'NOT INSTALLED: rg columns skipped (apt-get install ripgrep)'}")
+    no_rg = "NOT INSTALLED: rg columns skipped (apt-get install ripgrep)"
+    print(f"rg: {tool_version([rg, '--version']) if rg else no_rg}")
     print(f"ddtriage: {dd or 'NOT FOUND: ddtriage rows skipped (make install, or --ddtriage PATH)'}")
     print(f"pattern: {PATTERN}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} (other work on the {os.cpu_count()} CPUs "
