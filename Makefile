@@ -25,7 +25,7 @@ test: install
 
 # Style, complexity and types; configured in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: install
-	$(BIN)/ruff check analyzer tests
+	$(BIN)/ruff check analyzer tests bench
 	$(BIN)/mypy
 
 # Regenerate the golden reports of sample_logs/ (never edit them by hand).

@@ -256,7 +256,7 @@ class Noise:
         """-> (head, tail): line = head + timestamp + tail."""
         r = self.r
         mod = r.choices(self.mods, self.mod_w)[0]
-        level = r.choices([l for l, _ in LEVELS], [w for _, w in LEVELS])[0]
+        level = r.choices([lv for lv, _ in LEVELS], [w for _, w in LEVELS])[0]
         file, funcs = r.choice(MODULES[mod][1])
         func = r.choice(funcs)
         PID, PNAME = self.pid, self.pname  # noqa: N806 - same names as the module defaults

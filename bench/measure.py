@@ -31,6 +31,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+import contextlib
 
 POLL_S = 0.05
 _FINDINGS_HEAD = re.compile(rb'^    "findings": (\d+),?$')
@@ -153,10 +154,8 @@ def run_monitored(cmd: list[str], timeout: float, rss_cap_kib: int) -> Run:
         elif total > rss_cap_kib:
             run.killed = f"killed at {total / 1024:,.0f} MiB tree RSS (limit {rss_cap_kib / 1024:,.0f} MiB)"
         if run.killed:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
             done.wait()
             break
     waiter.join()

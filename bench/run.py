@@ -239,10 +239,7 @@ class Bench:
         out = ""
         cpus: list[float] = []
         for _ in range(self.a.repeat):
-            if stdout_null:
-                cmd_ = ["sh", "-c", 'exec "$@" > /dev/null', "sh"] + cmd
-            else:
-                cmd_ = cmd
+            cmd_ = ["sh", "-c", 'exec "$@" > /dev/null', "sh"] + cmd if stdout_null else cmd
             run = run_tool(cmd_, self.a.timeout, env=C_ENV, ok_rc=(0, 1) if count else (0,))
             if not run.ok:
                 rec.error = run.killed or f"exit status {run.rc}: {run.stderr_tail}"
@@ -599,7 +596,7 @@ def main(argv: list[str] | None = None) -> int:
           f"load average at the end {os.getloadavg()[0]:.2f}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(a).items()}, "ddtriage": dd, "rg": rg,
+            json.dump({"args": dict(vars(a).items()), "ddtriage": dd, "rg": rg,
                        "cases": {n: asdict(c) for n, c in b.cases.items()},
                        "targets": [{"target": t, "measured": g, "met": m} for t, g, m in vs],
                        "problems": b.problems}, f, indent=2)
