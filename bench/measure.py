@@ -22,6 +22,7 @@ Only the standard library is used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -31,7 +32,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-import contextlib
 
 POLL_S = 0.05
 _FINDINGS_HEAD = re.compile(rb'^    "findings": (\d+),?$')
@@ -114,7 +114,7 @@ def _mem_kib(pid: int) -> tuple[int, int] | None:
 def run_monitored(cmd: list[str], timeout: float, rss_cap_kib: int) -> Run:
     """Run cmd (stdout discarded), watching its process tree; see the module docstring."""
     run = Run(cmd)
-    err = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed after the run
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                          start_new_session=True)

@@ -443,7 +443,7 @@ def print_tables(b: Bench) -> None:
     print(head)
     print("-" * len(head))
     for case in b.cases.values():
-        for key, t in case.tools.items():
+        for t in case.tools.values():
             if t.max_single_kib is None:
                 continue
             wk = f"{_mib(t.worker_hwm_kib)} ({t.workers_seen})" if t.workers_seen else "none"
