@@ -37,11 +37,12 @@ class Options:
     year: int | None = None
     prefilter: str = "auto"  # auto | hyperscan | find
     not_these: tuple[str, ...] = ()  # files never to read (the report being written)
+    node: str | None = None  # --node: the node of logs whose path names none (a scan on the node itself)
 
     def engine_factory(self, rules: RuleSet) -> EngineFactory:
         """What builds an engine for these options, in this process or in a worker."""
         return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year,
-                       prefilter_engine=self.prefilter)
+                       prefilter_engine=self.prefilter, node=self.node)
 
 
 @dataclass

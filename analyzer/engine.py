@@ -46,6 +46,7 @@ class Engine:
     selection: Selection = field(default_factory=Selection)
     year: int | None = None  # --year: the year year-less stamps start in
     prefilter_engine: str = "auto"  # auto | hyperscan | find
+    node: str | None = None  # --node: the node of logs whose path names none
     progress: Progress = field(default_factory=Progress)
     matcher: CodeMatcher = field(init=False)
     neighbours: NeighbourMatcher = field(init=False)
@@ -84,7 +85,8 @@ class Engine:
                     stats.skipped.append(Skipped(source.name, reason(exc)))
                     break
                 hint = year_hint(leaf.name, leaf.mtime, self.year)
-                findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed))
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
+                                               bundle=source.bundle))
         finally:
             if source.path is not None:
                 raw.close()
@@ -92,13 +94,13 @@ class Engine:
         return findings
 
     def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
-                  history: bytes = b"", year_guessed: bool = False) -> list[Finding]:
+                  history: bytes = b"", year_guessed: bool = False, bundle: str | None = None) -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
         its lines and bytes are added to `stats`, and a read error that stops it is listed."""
         counts = ScanCounts()
         findings: list[Finding] = []
         try:
-            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed):
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle):
                 findings.append(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -110,10 +112,11 @@ class Engine:
 
     # -- one text stream ---------------------------------------------------------------------
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
-                    history: bytes = b"", year_guessed: bool = False) -> Iterator[Finding]:
+                    history: bytes = b"", year_guessed: bool = False, bundle: str | None = None) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at."""
         layout = layout_of(name)
+        node = layout.node or self.node
         generic = GenericPolicy(self.resolver)
         cause_finder = CauseFinder(self.neighbours, year)
         clock = StreamClock(year, year_guessed)
@@ -155,9 +158,9 @@ class Engine:
                     text=clipped, form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
                     in_cluster_results=hit.in_cluster_results, known=code is not None,
                     generic=code.generic if code else False, references=rule.references,
-                    node=layout.node, kind=layout.kind, device=layout.device,
+                    node=node, kind=layout.kind, device=layout.device,
                     year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
-                    fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped),
+                    fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=bundle,
                 )
 
     def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,

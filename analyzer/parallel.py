@@ -50,13 +50,20 @@ class WorkUnit:
 
 
 def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
-    """One unit per input; a lone big plain-text file is cut into `jobs` line-aligned ranges."""
-    if jobs > 1 and len(sources) == 1:
-        src = sources[0]
-        if src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES and _is_plain(src.path):
+    """One unit per input; a big plain-text file that holds at least 1/`jobs` of all the bytes
+    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges."""
+    if jobs <= 1:
+        return [WorkUnit(s) for s in sources]
+    total = sum(s.size or 0 for s in sources)
+    units = []
+    for src in sources:
+        if (src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES and src.size * jobs >= total
+                and _is_plain(src.path)):
             cuts = aligned_cuts(src.path, src.size, jobs)
-            return [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-    return [WorkUnit(s) for s in sources]
+            units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+        else:
+            units.append(WorkUnit(src))
+    return units
 
 
 def _is_plain(path: str) -> bool:
@@ -123,7 +130,7 @@ def run_unit(engine: Engine, unit: WorkUnit) -> UnitResult:
             history = history[history.find(b"\n") + 1:]
         hint = year_hint(src.name, src.mtime, engine.year)
         bounded = cast(BinaryIO, _Bounded(handle, unit.end - unit.start))  # the scanner only calls read()
-        findings = engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed)
+        findings = engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle)
     stats.files = 0  # merge counts the file once
     return findings, stats
 

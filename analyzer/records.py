@@ -50,6 +50,7 @@ class Finding(NamedTuple):
     causes: tuple[tuple[int, str, str, str], ...] = ()  # (line, family, code, meaning) just before
     time_hint: str | None = None  # internal: a timestamp-less line's time, from the record before it
     fingerprint: str = ""  # code + API + rule + masked message template (analyzer.fingerprint)
+    bundle: str | None = None  # the top-level input (archive, node folder, file) it came from
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -72,6 +73,7 @@ class Finding(NamedTuple):
             "references": list(self.references),
             "form": self.form,
             "in_cluster_results": self.in_cluster_results,
+            "bundle": self.bundle,
             "node": self.node,
             "kind": self.kind,
             "device": self.device,

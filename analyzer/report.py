@@ -12,8 +12,18 @@ goes last, so existing constructor calls and writers keep working), then add it 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+LIST_LIMIT = 10  # names (sources, nodes) listed in one summary row; the rest are counted ("and N more")
+ROW_LIMIT = 50  # rows of the per-bundle and cross-bundle tables; the rest are counted
+
+
+def bounded(names: Iterable[str], limit: int = LIST_LIMIT) -> tuple[tuple[str, ...], int]:
+    """The first `limit` of the sorted `names`, and how many more there are."""
+    ordered = sorted(names)
+    return tuple(ordered[:limit]), max(0, len(ordered) - limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +40,8 @@ class CodeRow:
     first_seen: str | None  # earliest ISO 8601 timestamp; None when no finding had one
     last_seen: str | None  # latest ISO 8601 timestamp
     first_at: str  # "source:line" of the first finding, for rows without timestamps
-    sources: tuple[str, ...]  # every source the row's findings came from, sorted
+    sources: tuple[str, ...]  # the first LIST_LIMIT sources the row's findings came from, sorted
+    more_sources: int = 0  # sources beyond those listed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +56,7 @@ class CodeRow:
             "last_seen": self.last_seen,
             "first_at": self.first_at,
             "sources": list(self.sources),
+            "more_sources": self.more_sources,
         }
 
 
@@ -67,7 +79,8 @@ class NodeRow:
     findings: int
     unrecoverable: int  # findings not known to be recoverable
     kinds: tuple[tuple[str, int], ...]  # (log kind: host | device | application, findings), by kind
-    sources: tuple[str, ...]  # sorted
+    sources: tuple[str, ...]  # the first LIST_LIMIT, sorted
+    more_sources: int = 0  # sources beyond those listed
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,7 +89,57 @@ class NodeRow:
             "unrecoverable": self.unrecoverable,
             "kinds": dict(self.kinds),
             "sources": list(self.sources),
+            "more_sources": self.more_sources,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class BundleRow:
+    """The findings of one bundle (a top-level input: an archive, a node folder, a file)."""
+
+    bundle: str | None
+    findings: int
+    unrecoverable: int  # findings not known to be recoverable
+    failures: int  # distinct fingerprints
+    first_seen: str | None
+    last_seen: str | None
+    nodes: tuple[str, ...]  # the first LIST_LIMIT node names, sorted
+    more_nodes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"bundle": self.bundle, "findings": self.findings, "unrecoverable": self.unrecoverable,
+                "failures": self.failures, "first_seen": self.first_seen, "last_seen": self.last_seen,
+                "nodes": list(self.nodes), "more_nodes": self.more_nodes}
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintRow:
+    """One failure (one fingerprint: code + API + rule + message template) across all bundles:
+    how many bundles and nodes show it, and when it was first and last seen."""
+
+    fingerprint: str
+    code: str
+    name: str | None
+    api: str | None
+    rule: str
+    action: str
+    recoverable: bool | None
+    template: str  # the message with times, ids, addresses and numbers masked
+    findings: int
+    bundles: int
+    nodes: int
+    first_seen: str | None
+    last_seen: str | None
+    first_at: str  # "source:line" of its first finding
+    node_names: tuple[str, ...]  # the first LIST_LIMIT, sorted
+    more_nodes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fingerprint": self.fingerprint, "code": self.code, "name": self.name, "api": self.api,
+                "rule": self.rule, "action": self.action, "recoverable": self.recoverable,
+                "template": self.template, "findings": self.findings, "bundles": self.bundles,
+                "nodes": self.nodes, "first_seen": self.first_seen, "last_seen": self.last_seen,
+                "first_at": self.first_at, "node_names": list(self.node_names), "more_nodes": self.more_nodes}
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +256,10 @@ class Summary:
     actions: tuple[ActionRow, ...] = ()  # most frequent first
     nodes: tuple[NodeRow, ...] = ()  # by node name, no node first
     bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last)
+    bundles: tuple[BundleRow, ...] = ()  # the ROW_LIMIT worst bundles: most unrecoverable, then most findings
+    more_bundles: int = 0  # bundles beyond those listed
+    fingerprints: tuple[FingerprintRow, ...] = ()  # recurring failures: in most bundles, then nodes, first
+    more_fingerprints: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -203,4 +270,8 @@ class Summary:
             "actions": [r.to_dict() for r in self.actions],
             "nodes": [r.to_dict() for r in self.nodes],
             "bursts": [b.to_dict() for b in self.bursts],
+            "bundles": [b.to_dict() for b in self.bundles],
+            "more_bundles": self.more_bundles,
+            "fingerprints": [r.to_dict() for r in self.fingerprints],
+            "more_fingerprints": self.more_fingerprints,
         }

@@ -12,8 +12,9 @@ from datetime import datetime
 
 import pandas as pd
 
+from .fleet import FleetTally
 from .records import Finding
-from .report import ActionRow, AlsoCode, Burst, BurstLead, Cause, CodeRow, NodeRow, Summary
+from .report import ActionRow, AlsoCode, Burst, BurstLead, Cause, CodeRow, NodeRow, Summary, bounded
 from .rules import RuleSet
 
 BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
@@ -33,6 +34,9 @@ def summarize(findings: list[Finding], rules: RuleSet) -> Summary:
     for column in ("source", "code", "name", "api", "action", "rule", "node", "kind"):
         frame[column] = frame[column].astype("category")
     unrecoverable = int((frame["recoverable"] != True).sum())  # noqa: E712 - None counts too
+    fleet = FleetTally(findings)
+    bundles, more_bundles = fleet.bundle_rows()
+    prints, more_prints = fleet.fingerprint_rows()
     return Summary(
         findings=len(findings),
         unrecoverable=unrecoverable,
@@ -41,6 +45,10 @@ def summarize(findings: list[Finding], rules: RuleSet) -> Summary:
         actions=_by_action(frame),
         nodes=_by_node(frame),
         bursts=_bursts(findings),
+        bundles=bundles,
+        more_bundles=more_bundles,
+        fingerprints=prints,
+        more_fingerprints=more_prints,
     )
 
 
@@ -54,6 +62,7 @@ def _by_code_api(frame: pd.DataFrame) -> tuple[CodeRow, ...]:
     for (code, name, api, rule), group in keyed.groupby(by, observed=True, sort=True):
         stamped = group[group["ts"] != ""]
         first = group.iloc[0]
+        sources, more = bounded({str(s) for s in group["source"]})
         rows.append(CodeRow(
             code=str(code),
             name=str(name) or None,
@@ -65,7 +74,8 @@ def _by_code_api(frame: pd.DataFrame) -> tuple[CodeRow, ...]:
             first_seen=str(stamped["ts"].min()) if len(stamped) else None,
             last_seen=str(stamped["ts"].max()) if len(stamped) else None,
             first_at=f"{first['source']}:{int(first['line'])}",
-            sources=tuple(sorted({str(s) for s in group["source"]})),
+            sources=sources,
+            more_sources=more,
         ))
     # Non-recoverable first, then most frequent, then by code for a stable order.
     rows.sort(key=lambda r: (r.recoverable is True, -r.count, r.code, r.api or "", r.rule))
@@ -83,12 +93,14 @@ def _by_node(frame: pd.DataFrame) -> tuple[NodeRow, ...]:
                          bad=frame["recoverable"] != True)  # noqa: E712
     rows = []
     for node, group in keyed.groupby("node_key", sort=True):
+        sources, more = bounded({str(s) for s in group["source"]})
         rows.append(NodeRow(
             node=str(node) or None,
             findings=int(len(group)),
             unrecoverable=int(group["bad"].sum()),
             kinds=tuple((str(k), int(n)) for k, n in sorted(group["kind"].value_counts().items()) if n),
-            sources=tuple(sorted({str(s) for s in group["source"]})),
+            sources=sources,
+            more_sources=more,
         ))
     return tuple(rows)
 

@@ -90,9 +90,10 @@ def test_one_finding_json_round_trips_in_a_stable_order(tmp_path):
     assert list(report) == ["tool", "version", "inputs", "summary", "findings"]
     summary = report["summary"]
     assert summary == analysis.summary.to_dict()
-    assert list(summary) == ["findings", "unrecoverable", "unknown_codes", "codes", "actions", "nodes", "bursts"]
+    assert list(summary) == ["findings", "unrecoverable", "unknown_codes", "codes", "actions", "nodes", "bursts",
+                             "bundles", "more_bundles", "fingerprints", "more_fingerprints"]
     assert list(summary["codes"][0]) == ["code", "name", "api", "rule", "action", "recoverable", "count",
-                                         "first_seen", "last_seen", "first_at", "sources"]
+                                         "first_seen", "last_seen", "first_at", "sources", "more_sources"]
     assert list(summary["bursts"][0]) == ["source", "node", "kind", "pid", "lines", "first_seen", "last_seen",
                                           "findings", "severe", "lead", "echoes", "causes", "also"]
     assert summary["codes"][0]["api"] == "PullKvBlocks" and summary["actions"] == [{"action": "relink", "count": 1}]

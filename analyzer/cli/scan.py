@@ -51,12 +51,14 @@ from .base import (
               help="Decompression guard: most bytes one input may expand to.")
 @click.option("--max-ratio", type=click.FloatRange(1.0), default=2000.0, show_default=True,
               help="Decompression guard: highest expansion ratio of compressed data.")
+@click.option("--node", metavar="NAME",
+              help="Node name for logs whose path names none (a scan of ~/ascend/log on the node itself).")
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], since: datetime | None, until: datetime | None, year: int | None,
-         jobs: int | None, max_bytes: int, max_ratio: float, strict: bool, quiet: bool,
+         jobs: int | None, max_bytes: int, max_ratio: float, node: str | None, strict: bool, quiet: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -73,7 +75,7 @@ def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: t
         targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
                           selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year,
-                          not_these=() if output == "-" else (output,))
+                          not_these=() if output == "-" else (output,), node=node or None)
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
                            progress=ProgressBar() if show_bar else Progress())

@@ -44,6 +44,11 @@ def _parts(name: str) -> list[str]:
     return parts
 
 
+def is_layout_folder(name: str) -> bool:
+    """Whether a folder name is part of the Ascend log layout (`ascend`, `log`, `plog`, `device-0`, ...)."""
+    return bool(_LAYOUT_WORDS.match(name))
+
+
 def layout_of(name: str) -> Layout:
     """Node, kind, device and pid of a log, from its name (`ARCHIVE!MEMBER` paths included)."""
     parts = _parts(name)

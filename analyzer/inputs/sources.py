@@ -19,6 +19,8 @@ from typing import BinaryIO
 
 from ..errors import InputError
 from ..records import Skipped
+from .formats import strip_archive_suffix, strip_compression_suffix
+from .layout import is_layout_folder
 from .names import printable
 from .selection import Selection
 
@@ -33,6 +35,7 @@ class Source:
     path: str | None
     size: int | None = None
     mtime: float | None = None
+    bundle: str | None = None  # the top-level input it belongs to (see `_walk`)
 
     def open(self) -> BinaryIO:
         """The input's bytes, from the start."""
@@ -87,6 +90,11 @@ def year_hint(name: str, mtime: float | None, default: int | None = None) -> Yea
     return YearHint(None, True)
 
 
+def is_archive_name(name: str) -> bool:
+    """Whether a file name says archive (`.tar.gz`, `.tgz`, `.zip`, ...), as a bundle would be."""
+    return strip_archive_suffix(strip_compression_suffix(name)) != strip_compression_suffix(name)
+
+
 def default_paths() -> list[str]:
     """Where CANN writes logs on this machine, or a usage error saying what to pass."""
     env = os.environ.get("ASCEND_PROCESS_LOG_PATH")
@@ -128,7 +136,7 @@ def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection 
 def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
     for raw in paths:
         if raw == "-":
-            yield Source("-", None)
+            yield Source("-", None, bundle="-")
             continue
         try:
             st = os.stat(raw)
@@ -141,15 +149,26 @@ def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, exc
         if stat.S_ISDIR(st.st_mode):
             yield from _walk(raw, skipped, selection, excluded)
         elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
-            yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime)
+            yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime,
+                         printable(raw))
         else:
             skipped.append(Skipped(printable(raw), "not a regular file"))
+
+
+def _bundle_of(root: str, entry: str, is_dir: bool) -> str:
+    """The bundle of what sits at `root/entry`: each folder or archive directly inside a folder
+    given on the command line is a bundle (`fleet/node-1/`, `bundles/node-1-1112.tar.gz`); when
+    the folder is itself a log tree (its entries are `ascend/`, `log/`, `plog/`, `debug/`, ...,
+    or plain logs), the folder is the bundle."""
+    if (is_dir and not is_layout_folder(entry)) or (not is_dir and is_archive_name(entry)):
+        return printable(os.path.join(root, entry))
+    return printable(root)
 
 
 def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
     seen: set[tuple[int, int]] = set()
 
-    def visit(directory: str) -> Iterator[Source]:
+    def visit(directory: str, bundle: str | None = None) -> Iterator[Source]:
         try:
             st = os.stat(directory)
         except OSError as exc:
@@ -175,10 +194,11 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
                 reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
                 skipped.append(Skipped(printable(path), reason))
                 continue
+            here = bundle or _bundle_of(root, entry.name, stat.S_ISDIR(est.st_mode))
             if stat.S_ISDIR(est.st_mode):
-                yield from visit(path)
+                yield from visit(path, here)
             elif stat.S_ISREG(est.st_mode):
-                yield Source(printable(path), path, est.st_size, est.st_mtime)
+                yield Source(printable(path), path, est.st_size, est.st_mtime, here)
             else:  # a FIFO could block forever; sockets and devices are not logs
                 skipped.append(Skipped(printable(path), "not a regular file"))
 

@@ -41,6 +41,7 @@ def render(analysis: Analysis) -> str:
     if not analysis.findings:
         out.append("No LLM-DataDist status codes found.")
         return "\n".join(out) + "\n"
+    out += _recurring(analysis)
     out += ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
     for n, b in enumerate(s.bursts, 1):
         lead = b.lead
@@ -66,7 +67,7 @@ def render(analysis: Analysis) -> str:
     for r in s.codes:
         out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
-                   f"{_cell(', '.join(r.sources))} |")
+                   f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
     out += ["", "## Findings", "", "| where | node | time | code | API (evidence) | action |",
             "|---|---|---|---|---|---|"]
     for f in analysis.findings[:MAX_FINDINGS]:
@@ -76,3 +77,22 @@ def render(analysis: Analysis) -> str:
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"\n{len(analysis.findings) - MAX_FINDINGS} more findings: see the JSON report.")
     return "\n".join(out) + "\n"
+
+
+def _recurring(analysis: Analysis) -> list[str]:
+    """Failures across bundles, most widespread first (only with more than one bundle)."""
+    s = analysis.summary
+    bundles = len(s.bundles) + s.more_bundles
+    rows = [r for r in s.fingerprints if r.bundles > 1]
+    if bundles < 2 or not rows:
+        return []
+    out = [f"## Recurring across {bundles} bundles and {len(s.nodes)} nodes", "",
+           "| bundles | nodes | findings | code | API | action | first seen | last seen | first at |",
+           "|---:|---:|---:|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r.bundles} | {r.nodes} | {r.findings} | {_cell(describe_code(r.code, r.name))} | "
+                   f"{_cell(r.api or '-')} | {r.action} | {_cell(r.first_seen or '')} | {_cell(r.last_seen or '')} | "
+                   f"`{_cell(r.first_at)}` |")
+    if s.more_fingerprints and len(rows) == len(s.fingerprints):
+        out.append(f"\nand up to {s.more_fingerprints} more: see the JSON report.")
+    return out + [""]

@@ -35,6 +35,8 @@ suffix = ".txt"
 WIDTH = 80
 MAX_BURSTS = 25
 MAX_FINDINGS = 200
+MAX_RECURRING = 8  # failures shown across bundles, on the first screen
+MAX_BUNDLES = 10
 
 
 def _wrap(text: str, indent: str, width: int = WIDTH) -> list[str]:
@@ -55,6 +57,7 @@ def render(analysis: Analysis) -> str:
         out += ["", "No LLM-DataDist status codes found."]
         return "\n".join(out) + "\n"
 
+    out += _recurring(analysis)
     bursts = s.bursts
     out += ["", f"Diagnosis: {len(bursts)} burst{'s' if len(bursts) != 1 else ''}, most severe first"]
     for n, burst in enumerate(bursts[:MAX_BURSTS], 1):
@@ -89,6 +92,7 @@ def render(analysis: Analysis) -> str:
         out += _wrap(f"{node.node or '(no node)'}: {plural(node.findings, 'finding')} "
                      f"({node.unrecoverable} not known recoverable; {kinds})", "  ")
 
+    out += _by_bundle(analysis)
     out += ["", "Codes by API"]
     out.append(f"{'count':>5}  {'code':<31}  {'api':<17}  action [rule]")
     for row in s.codes:
@@ -103,3 +107,41 @@ def render(analysis: Analysis) -> str:
     if len(analysis.findings) > MAX_FINDINGS:
         out.append(f"... {len(analysis.findings) - MAX_FINDINGS} more findings (see --format json)")
     return "\n".join(out) + "\n"
+
+
+def _recurring(analysis: Analysis) -> list[str]:
+    """The failures seen in more than one bundle, most widespread first (a multi-bundle scan only)."""
+    s = analysis.summary
+    bundles = len(s.bundles) + s.more_bundles
+    rows = [r for r in s.fingerprints if r.bundles > 1]
+    if bundles < 2 or not rows:
+        return []
+    out = ["", f"Recurring across {plural(bundles, 'bundle')} and {plural(len(s.nodes), 'node')}: "
+               f"{plural(len(rows), 'failure')} in more than one bundle",
+           f"{'bundles':>7} {'nodes':>5} {'count':>6}  failure"]
+    for r in rows[:MAX_RECURRING]:
+        out += textwrap.wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
+                             f"{'from ' + r.api if r.api else '(API unknown)'} -> {r.action}", WIDTH,
+                             subsequent_indent=" " * 22, break_on_hyphens=False)
+        if r.first_seen and r.last_seen:
+            out.append(" " * 22 + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
+    if len(rows) > MAX_RECURRING:
+        more = len(rows) - MAX_RECURRING
+        out.append(f"  ... and {'at least ' if s.more_fingerprints else ''}{more} more (see --format json)")
+    return out
+
+
+def _by_bundle(analysis: Analysis) -> list[str]:
+    s = analysis.summary
+    total = len(s.bundles) + s.more_bundles
+    if total < 2:
+        return []
+    out = ["", "By bundle, worst first"]
+    for b in s.bundles[:MAX_BUNDLES]:
+        nodes = ", ".join(b.nodes) + (f" and {b.more_nodes} more" if b.more_nodes else "")
+        out += _wrap(f"{short_source(b.bundle or '(none)', 40)}: {plural(b.findings, 'finding')} "
+                     f"({b.unrecoverable} not known recoverable, {plural(b.failures, 'failure')})"
+                     + (f"; {nodes}" if nodes else ""), "  ")
+    if total > MAX_BUNDLES:
+        out.append(f"  ... and {total - MAX_BUNDLES} more bundles")
+    return out
