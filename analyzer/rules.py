@@ -43,6 +43,7 @@ class Rule:
     origin: str  # file it came from
     builtin: bool
     default: bool = False
+    description: str = ""  # one line: when the rule applies (SARIF/JUnit rule text)
 
     @property
     def specificity(self) -> int:
@@ -174,6 +175,7 @@ def default_rule(code: Code, origin: Path) -> Rule:
         in_cluster_results=None, nearby=None, action=code.action, recoverable=code.recoverable,
         recoverable_set=False, remedy=code.solution, references=("CANN LLM-DataDist error codes",),
         examples_match=code.examples, examples_no_match=(), origin=str(origin), builtin=True, default=True,
+        description=code.meaning,
     )
 
 
@@ -231,6 +233,7 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
         in_cluster_results=cluster, nearby=nearby, action=action, recoverable=rec,
         recoverable_set="recoverable" in raw, remedy=" ".join(remedy.split()), references=tuple(refs),
         examples_match=tuple(ex_match), examples_no_match=tuple(ex_no), origin=str(path), builtin=builtin,
+        description=" ".join(str(raw.get("description") or "").split()),
     )
 
 

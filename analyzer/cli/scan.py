@@ -11,6 +11,7 @@ import click
 
 from ..errors import DDTriageError
 from ..writers import WRITERS, write_report
+from ..writers.common import plural
 
 if TYPE_CHECKING:
     from ..api import Analysis
@@ -27,14 +28,16 @@ from .base import (
     quiet_broken_pipe,
     rules_option,
 )
+from .outputs import Output, resolve_outputs
 
 
 @cli.command()
 @click.argument("paths", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(sorted(WRITERS)), default="text", show_default=True,
-              help="Report format.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
-              help="Write the report here instead of standard output.")
+@click.option("--format", "fmt", type=click.Choice(sorted(WRITERS)), default=None,
+              help="Report format (default: text, or what each -o FILE's name says).")
+@click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
+              help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
+                   "prefix, else the name (.sarif, .xml, .md, .json, .txt), else --format; - is stdout.")
 @click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
               help="Which findings make the exit code 1 (unrecoverable: not known to be recoverable).")
 @click.option("--include", multiple=True, metavar="GLOB",
@@ -55,10 +58,12 @@ from .base import (
               help="Node name for logs whose path names none (a scan of ~/ascend/log on the node itself).")
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
+@click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
 @rules_option
-def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: tuple[str, ...],
+def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], since: datetime | None, until: datetime | None, year: int | None,
          jobs: int | None, max_bytes: int, max_ratio: float, node: str | None, strict: bool, quiet: bool,
+         allow_empty: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -71,11 +76,13 @@ def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: t
 
     if since and until and since > until:
         fail("--since is later than --until")
+    reports = resolve_outputs(fmt, outputs)
+    files = tuple(r.path for r in reports if r.path != "-")
     try:
         targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
                           selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year,
-                          not_these=() if output == "-" else (output,), node=node or None)
+                          not_these=files, node=node or None)
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
                            progress=ProgressBar() if show_bar else Progress())
@@ -87,16 +94,26 @@ def scan(paths: tuple[str, ...], fmt: str, output: str, fail_on: str, include: t
         usage_error |= level == "error"
         if level == "error" or not quiet:
             click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
-    try:
-        with click.open_file(output, "w", encoding="utf-8") as handle:
-            write_report(fmt, analysis, cast(TextIO, handle))
-    except BrokenPipeError:
-        quiet_broken_pipe()
-    except OSError as exc:
-        fail(f"{output}: cannot write report: {exc.strerror or exc}")
+    if not analysis.inputs.files and not usage_error and not allow_empty:
+        left_out = analysis.inputs.excluded
+        fail("nothing was scanned: no log file was read"
+             + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
+                if left_out else "") + "; check the paths and globs, or pass --allow-empty")
+    for report in reports:
+        _write(report, analysis)
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _write(report: Output, analysis: Analysis) -> None:
+    try:
+        with click.open_file(report.path, "w", encoding="utf-8", lazy=False) as handle:
+            write_report(report.fmt, analysis, cast(TextIO, handle))
+    except BrokenPipeError:
+        quiet_broken_pipe()
+    except OSError as exc:
+        fail(f"{report.path}: cannot write report: {exc.strerror or exc}")
 
 
 def _gate(analysis: Analysis, fail_on: str) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from . import json_report, markdown, text
+from . import github, gitlab, json_report, junit, markdown, sarif, text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -32,7 +32,23 @@ WRITERS: dict[str, Writer] = {
     "text": text,
     "markdown": markdown,
     "json": json_report,
+    "sarif": sarif,
+    "junit": junit,
+    "github": github,
+    "github-summary": github.step_summary,
+    "gitlab": gitlab,
 }
+
+# File names whose format is not a writer's own suffix (`-o findings.sarif.json`, `-o report.junit`).
+EXTRA_SUFFIXES = {".sarif.json": "sarif", ".junit": "junit", ".markdown": "markdown", ".log": "text"}
+
+
+def format_for(path: str) -> str | None:
+    """The format a file name asks for by its ending (the longest matching suffix), else None."""
+    lower = path.lower()
+    endings = {w.suffix: fmt for fmt, w in WRITERS.items()} | EXTRA_SUFFIXES
+    matches = [s for s in endings if lower.endswith(s) and len(lower) > len(s)]
+    return endings[max(matches, key=len)] if matches else None
 
 
 def write_report(fmt: str, analysis: Analysis, out: TextIO) -> None:

@@ -1,0 +1,56 @@
+"""GitLab Code Quality JSON (`artifacts:reports:codequality`), a subset of the Code Climate spec.
+
+    [{"description": "LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks -> relink: Unlink ...",
+      "check_name": "wait-timeout-transfer", "fingerprint": "5c0d...", "severity": "critical",
+      "location": {"path": "node-2/plog/plog-1.log", "lines": {"begin": 61}}}, ...]
+
+One issue per finding group (one fingerprint in one file) at its first line. GitLab shows only
+the first issue of a fingerprint, and compares fingerprints between the merge request's pipelines
+to tell new from fixed, so each issue's fingerprint is unique and stable across runs: a hash of
+the finding's fingerprint, its node and its rank among that fingerprint's groups on that node (no
+file name, line or time). Severity from recoverability: `critical` not recoverable, `major`
+unknown, `minor` recoverable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .ci import groups, headline, stable_ids
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
+name = "gitlab"
+suffix = ".gitlab.json"
+
+SEVERITY = {False: "critical", None: "major", True: "minor"}
+
+
+def build(analysis: Analysis) -> list[dict[str, Any]]:
+    """The Code Quality issues as data."""
+    found = sorted(groups(analysis), key=lambda g: (g.first.source, g.first.line))
+    ids = stable_ids((g.first.fingerprint, g.first.node) for g in found)
+    issues = []
+    for g, uid in zip(found, ids, strict=True):
+        f = g.first
+        times = f" ({len(g.findings)} times, {g.where()})" if len(g.findings) > 1 else ""
+        issues.append({
+            "type": "issue",
+            "description": f"{headline(f)}: {f.remedy}{times}",
+            "check_name": f.rule,
+            "fingerprint": uid,
+            "severity": SEVERITY[f.recoverable],
+            "categories": ["Bug Risk"],
+            "location": {"path": f.source, "lines": {"begin": max(1, f.line)}},
+        })
+    return issues
+
+
+def write(analysis: Analysis, out: TextIO) -> None:
+    issues = build(analysis)
+    if not issues:
+        out.write("[]\n")
+        return
+    out.write("[\n" + ",\n".join("  " + json.dumps(i, ensure_ascii=False) for i in issues) + "\n]\n")

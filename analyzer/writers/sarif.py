@@ -1,0 +1,98 @@
+"""SARIF 2.1.0, for code-scanning views (GitHub code scanning, VS Code SARIF viewer, DefectDojo).
+
+    {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "ddtriage", "rules": [
+      {"id": "wait-timeout-transfer", "help": {"text": "Unlink the clusters and ..."}, ...}]}},
+     "results": [{"ruleId": "wait-timeout-transfer", "level": "error",
+       "locations": [{"physicalLocation": {"artifactLocation": {"uri": "node-2/plog/plog-1.log"},
+                                           "region": {"startLine": 61}}}],
+       "partialFingerprints": {"ddtriage/v1": "aa2cc802ab2229b2"}, ...}]}]}
+
+A rule per rule id (its remedy as help, its action as a property); a result per finding, at its
+file and line (an archive member as `ARCHIVE!MEMBER`), `error` when the code is not known to be
+recoverable, else `warning`. GitHub keeps 5,000 results of a run, so the first 5,000 findings
+(diagnosis leads first) are written and a notification counts the rest. Skipped inputs are
+notifications too. Validated against the OASIS schema in tests/schemas/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import quote
+
+from .ci import TOOL_URI, groups, headline, level
+
+if TYPE_CHECKING:
+    from .. import Analysis
+    from ..rules import Rule
+
+name = "sarif"
+suffix = ".sarif"
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+MAX_RESULTS = 5000
+FINGERPRINT_KEY = "ddtriage/v1"
+
+
+def artifact_uri(source: str) -> str:
+    """A URI reference for a report's source name: relative paths stay relative (resolved against
+    the checkout), absolute ones become `file://` URIs; `!` (archive member) is kept as is."""
+    if os.path.isabs(source):
+        return "file://" + quote(source, safe="/!-._~@")
+    return quote(source, safe="/!-._~@")
+
+
+def _rule(rule_id: str, rule: Rule | None) -> dict[str, Any]:
+    if rule is None:  # a finding's rule the set does not hold (cannot happen with a loaded set)
+        return {"id": rule_id}
+    help_text = rule.remedy + ("".join(f"\nReference: {r}" for r in rule.references))
+    return {
+        "id": rule.id,
+        "shortDescription": {"text": rule.description or rule.remedy},
+        "fullDescription": {"text": rule.remedy},
+        "help": {"text": help_text},
+        "defaultConfiguration": {"level": level(rule.recoverable)},
+        "properties": {"action": rule.action, "recoverable": rule.recoverable, "origin":
+                       "built-in" if rule.builtin else "user"},
+    }
+
+
+def build(analysis: Analysis) -> dict[str, Any]:
+    """The SARIF log as data."""
+    ids = sorted({r.id for r in analysis.rules.rules} | {f.rule for f in analysis.findings})
+    index = {rid: i for i, rid in enumerate(ids)}
+    ordered = [f for g in groups(analysis) for f in g.findings]
+    results = []
+    for f in ordered[:MAX_RESULTS]:
+        result: dict[str, Any] = {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": level(f.recoverable),
+            "message": {"text": f"{headline(f)}: {f.remedy}"},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": artifact_uri(f.source)},
+                "region": {"startLine": max(1, f.line)}}}],
+            "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+            "properties": {"code": f.code, "name": f.name, "api": f.api, "action": f.action,
+                           "recoverable": f.recoverable, "node": f.node, "kind": f.kind,
+                           "timestamp": f.timestamp},
+        }
+        results.append(result)
+    notes = [{"level": "warning", "message": {"text": f"skipped {s['source']}: {s['reason']}"}}
+             for s in analysis.inputs.to_dict()["skipped"]]
+    if len(ordered) > MAX_RESULTS:
+        notes.append({"level": "note", "message": {
+            "text": f"{len(ordered) - MAX_RESULTS} more findings not written (SARIF viewers keep "
+                    f"{MAX_RESULTS}); see the JSON report"}})
+    run: dict[str, Any] = {
+        "tool": {"driver": {"name": "ddtriage", "informationUri": TOOL_URI,
+                            "rules": [_rule(rid, analysis.rules.by_id.get(rid)) for rid in ids]}},
+        "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
+        "results": results,
+    }
+    return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+
+
+def write(analysis: Analysis, out: TextIO) -> None:
+    out.write(json.dumps(build(analysis), indent=2, ensure_ascii=False) + "\n")
