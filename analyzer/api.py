@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .engine import Engine, sort_key
 from .inputs import Limits, Selection, iter_sources
@@ -24,6 +25,9 @@ from .records import Finding, InputStats, Skipped
 from .report import Summary
 from .rules import RuleSet
 from .timepolicy import apply_window, settle_years
+
+if TYPE_CHECKING:
+    from .baseline import KnownErrors
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class Analysis:
     inputs: InputStats
     rules: RuleSet
     summary: Summary = field(default_factory=Summary)
+    known_errors: KnownErrors | None = None  # baseline and suppressions applied (analyzer.baseline)
 
 
 def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,

@@ -59,11 +59,17 @@ from .outputs import Output, resolve_outputs
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
+@click.option("--baseline", "baseline", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Report (and fail on) only findings whose fingerprint this baseline does not hold.")
+@click.option("--write-baseline", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Record every finding of this scan by fingerprint, for a later --baseline.")
+@click.option("--suppressions", metavar="FILE", type=click.Path(dir_okay=False),
+              help="YAML list of known errors to hide (rule, code or fingerprint; reason; optional expires).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], since: datetime | None, until: datetime | None, year: int | None,
          jobs: int | None, max_bytes: int, max_ratio: float, node: str | None, strict: bool, quiet: bool,
-         allow_empty: bool,
+         allow_empty: bool, baseline: str | None, write_baseline: str | None, suppressions: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -77,7 +83,8 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     if since and until and since > until:
         fail("--since is later than --until")
     reports = resolve_outputs(fmt, outputs)
-    files = tuple(r.path for r in reports if r.path != "-")
+    files = tuple(r.path for r in reports if r.path != "-") + tuple(
+        p for p in (baseline, write_baseline, suppressions) if p)  # never scan our own files
     try:
         targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
@@ -99,11 +106,29 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         fail("nothing was scanned: no log file was read"
              + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
                 if left_out else "") + "; check the paths and globs, or pass --allow-empty")
+    _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     for report in reports:
         _write(report, analysis)
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None, suppressions: str | None,
+                  quiet: bool) -> None:
+    """Record a baseline of everything found, then hide what the baseline and suppressions know."""
+    from ..baseline import apply_known_errors, write_baseline
+
+    try:
+        if write_to:
+            write_baseline(analysis.findings, write_to)
+        apply_known_errors(analysis, baseline, suppressions)
+    except DDTriageError as exc:
+        fail(str(exc))
+    known = analysis.known_errors
+    for s in known.expired if known and not quiet else ():
+        click.echo(f"ddtriage: warning: {suppressions}: suppression {s.describe()} expired on {s.expires}; "
+                   "it hides nothing now: renew or remove it", err=True)
 
 
 def _write(report: Output, analysis: Analysis) -> None:

@@ -92,3 +92,32 @@ def describe_burst_extras(burst: Burst) -> str:
     if burst.also:
         notes.append("also " + describe_also(burst.also))
     return "; ".join(notes)
+
+
+def known_errors_lines(analysis: Analysis, limit: int = 20) -> list[str]:
+    """What --baseline and --suppressions hid, and why (empty when neither was used)."""
+    known = analysis.known_errors
+    if known is None:
+        return []
+    out = []
+    if known.baseline is not None:
+        out.append(f"baseline {known.baseline}: {known.new} new, {len(known.known)} known (not reported), "
+                   f"{len(known.gone)} gone")
+        for g in known.gone[:limit]:
+            out.append(f"  gone: {g.name or g.code} from {g.api or 'API unknown'} [{g.rule}], was at {g.example}")
+        if len(known.gone) > limit:
+            out.append(f"  ... {len(known.gone) - limit} more gone (see --format json)")
+    if known.suppressions is not None:
+        hidden: dict[int, int] = {}
+        by_index = {}
+        for _, s in known.suppressed:
+            hidden[s.index] = hidden.get(s.index, 0) + 1
+            by_index[s.index] = s
+        out.append(f"suppressions {known.suppressions}: {plural(len(known.suppressed), 'finding')} hidden")
+        for index in sorted(hidden):
+            s = by_index[index]
+            until = f" (until {s.expires.isoformat()})" if s.expires else ""
+            out.append(f"  {s.describe()} hid {plural(hidden[index], 'finding')}: {s.reason}{until}")
+        for s in known.expired:
+            out.append(f"  {s.describe()} EXPIRED on {s.expires}: hides nothing now ({s.reason})")
+    return out

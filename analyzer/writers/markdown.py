@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from .common import describe_api, describe_burst_extras, describe_causes, describe_code, inputs_line, recoverable_word
+from .common import (
+    describe_api,
+    describe_burst_extras,
+    describe_causes,
+    describe_code,
+    inputs_line,
+    known_errors_lines,
+    recoverable_word,
+)
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -37,6 +45,10 @@ def render(analysis: Analysis) -> str:
     if skipped:
         out += ["## Skipped inputs", "", "| input | reason |", "|---|---|"]
         out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped]
+        out.append("")
+    known = known_errors_lines(analysis)
+    if known:
+        out += ["## Known errors", ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]
         out.append("")
     if not analysis.findings:
         out.append("No LLM-DataDist status codes found.")

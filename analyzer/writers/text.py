@@ -21,6 +21,7 @@ from .common import (
     describe_causes,
     describe_code,
     inputs_line,
+    known_errors_lines,
     plural,
     recoverable_word,
     short_source,
@@ -53,6 +54,8 @@ def render(analysis: Analysis) -> str:
     out = _wrap("ddtriage: " + inputs_line(analysis), "")
     for skipped in analysis.inputs.to_dict()["skipped"]:
         out += _wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ")
+    for line in known_errors_lines(analysis):
+        out += _wrap(line.strip(), "    " if line.startswith(" ") else "")
     if not analysis.findings:
         out += ["", "No LLM-DataDist status codes found."]
         return "\n".join(out) + "\n"
