@@ -5,6 +5,10 @@ Stage: library facade. The CLI is a thin layer over `analyze`.
     from analyzer import analyze
     result = analyze(["sample_logs/"])
     result.findings, result.summary, result.inputs
+
+Findings are not held in memory: they are filed in a `FindingStore` (runs in temporary files)
+as the units finish, and replayed in report order: once for the time policy when it needs it,
+once for the summary's aggregates (`triage.Tally`), then by each writer.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .engine import Engine, sort_key
+from .engine import Engine
 from .inputs import Limits, Selection, iter_sources
 from .parallel import EngineFactory, merge, plan_units, run_units
 from .progress import Progress
 from .records import Finding, InputStats, Skipped
 from .report import Summary
 from .rules import RuleSet
-from .timepolicy import apply_window, settle_years
+from .store import FindingStore, sort_key, spill_dir
+from .timepolicy import time_policy
+from .triage import Tally
 
 if TYPE_CHECKING:
     from .baseline import KnownErrors
@@ -51,13 +57,25 @@ class Options:
 
 @dataclass
 class Analysis:
-    """What a triage run produced, as data."""
+    """What a triage run produced, as data. `findings` is re-iterable in report order and has a
+    `len()`; `list(result.findings)` for a list. `close()` (or `with analyze(...) as result:`)
+    deletes its temporary files at once; otherwise they go when the result is collected."""
 
-    findings: list[Finding]
+    findings: FindingStore
     inputs: InputStats
     rules: RuleSet
     summary: Summary = field(default_factory=Summary)
     known_errors: KnownErrors | None = None  # baseline and suppressions applied (analyzer.baseline)
+
+    def close(self) -> None:
+        """Delete the temporary files that hold the findings."""
+        self.findings.close()
+
+    def __enter__(self) -> Analysis:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,
@@ -65,8 +83,6 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             progress: Progress | None = None) -> Analysis:
     """Scan `paths` (files, folders, archives, `-`) and return findings, input stats and summary.
     The result is the same whatever `jobs` is."""
-    from .triage import summarize  # pandas is imported only when a summary is built
-
     if isinstance(paths, (str, Path)):
         paths = [paths]  # one path, not its characters
     names = [str(p) for p in paths]
@@ -78,18 +94,23 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
     sources = list(iter_sources(names, skipped, options.selection, excluded, options.not_these))
     units = plan_units(sources, jobs)
     progress.start(sum(s.size or 0 for s in sources), len(sources))
-    results = run_units(units, options.engine_factory(ruleset), jobs, progress)
-    progress.finish()
-    findings, stats = merge(units, results)
-    stats.skipped[:0] = skipped
-    stats.excluded += len(excluded)
-    findings.sort(key=sort_key)
-    findings = settle_years(findings)
-    windowed = apply_window(findings, options.since, options.until)
-    stats.outside_window = len(findings) - len(windowed)
-    analysis = Analysis(windowed, stats, ruleset)
-    analysis.summary = summarize(windowed, ruleset)
-    return analysis
+    store = FindingStore(spill_dir())
+    try:
+        results = run_units(units, options.engine_factory(ruleset), jobs, progress, store.spill_dir)
+        store, stats = merge(units, results, store)
+        progress.finish()
+        stats.skipped[:0] = skipped
+        stats.excluded += len(excluded)
+        store.transform = time_policy(store.raw, store.guessed > 0, options.since, options.until)
+        tally = Tally()
+        for finding in store:
+            tally.add(finding)
+    except BaseException:
+        store.close()
+        raise
+    store.count = tally.count
+    stats.outside_window = store.raw_count - tally.count
+    return Analysis(store, stats, ruleset, tally.summary())
 
 
 def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") -> list[Finding]:

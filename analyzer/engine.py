@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 TEXT_WIDTH = 600  # characters of a hit line kept in a finding
 
 Lines = Sequence[tuple[int, str]]
+Sink = Callable[[Finding], None]
 
 
 @dataclass
@@ -62,9 +63,10 @@ class Engine:
         self.prefilter = Prefilter(self.matcher.literals, self.prefilter_engine)
 
     # -- one top-level input ---------------------------------------------------------------
-    def scan_source(self, source: Source, stats: InputStats) -> list[Finding]:
+    def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
         """Findings of one input (a file, an archive, stdin). Lines and bytes read are added to
-        `stats` even when the input breaks half-way; what could not be read is listed."""
+        `stats` even when the input breaks half-way; what could not be read is listed. With a
+        `sink`, each finding goes there as it is found (and the list returned is empty)."""
         findings: list[Finding] = []
         try:
             opened = source.open()
@@ -86,7 +88,7 @@ class Engine:
                     break
                 hint = year_hint(leaf.name, leaf.mtime, self.year)
                 findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
-                                               bundle=source.bundle))
+                                               bundle=source.bundle, sink=sink))
         finally:
             if source.path is not None:
                 raw.close()
@@ -94,14 +96,16 @@ class Engine:
         return findings
 
     def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
-                  history: bytes = b"", year_guessed: bool = False, bundle: str | None = None) -> list[Finding]:
+                  history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
+                  sink: Sink | None = None) -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
         its lines and bytes are added to `stats`, and a read error that stops it is listed."""
         counts = ScanCounts()
         findings: list[Finding] = []
+        add = sink or findings.append
         try:
             for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle):
-                findings.append(finding)
+                add(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
             stats.skipped.append(Skipped(name, f"stopped after {counts.lines} lines: {reason(exc)}"))
@@ -137,6 +141,7 @@ class Engine:
                 # the burst a `nearby:` rule looks at
                 return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
 
+            found: list[Finding] = []
             for hit in hits:
                 header = header_for(headers, hit.start)
                 ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
@@ -150,7 +155,7 @@ class Engine:
                 before = causes(events, header, cand.line_no, hit.value)
                 when = clock.time_of(header, lookback)
                 clipped, code_text = _clip(text, hit.start), format_code(hit.value)
-                yield Finding(
+                found.append(Finding(
                     source=name, line=cand.line_no, timestamp=when.timestamp,
                     code=code_text, name=code.name if code else None,
                     api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
@@ -161,7 +166,10 @@ class Engine:
                     node=node, kind=layout.kind, device=layout.device,
                     year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
                     fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=bundle,
-                )
+                ))
+            if len(found) > 1:
+                found.sort(key=_code_of)  # report order within a line: by code
+            yield from found
 
     def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,
               year: YearHint | None) -> None:
@@ -180,9 +188,8 @@ class Engine:
                     cause_finder.note_finding(headers[0].pid, line_no, offset + len(cand.raw))
 
 
-def sort_key(f: Finding) -> tuple[str, int, str]:
-    """The order of findings in every report: by source, line, then code."""
-    return (f.source, f.line, f.code)
+def _code_of(f: Finding) -> str:
+    return f.code
 
 
 def reason(exc: BaseException) -> str:

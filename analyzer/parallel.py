@@ -1,30 +1,38 @@
 """Running the engine over many inputs at once: work units, newline-aligned cuts, worker
 processes, and merging the units' results back into one sequential-looking result.
 
-Stage: parallel. A `WorkUnit` is a whole input or one byte range of a big plain file; any back
-end that can call `run_unit(engine, unit)` somewhere and hand the results back in unit order can
-run them (`run_units` does it here, in this process or in a local process pool); `merge` then
-renumbers range lines, so the report is the same for any number of jobs.
+Stage: parallel. A `WorkUnit` is a batch of small whole inputs (batched by bytes, so 10,000 small
+logs do not cost 10,000 round trips to a worker), one big input, or one byte range of a big plain
+file. Any back end that can call `run_unit(engine, unit)` somewhere and hand the results back in
+unit order can run them (`run_units` does it here, in this process or in a local process pool);
+`merge` then renumbers range lines and files the runs in a `FindingStore`, so the report is the
+same for any number of jobs. A unit's findings come back as runs (`store.Run`): in memory when
+few, else spilled by the worker to a temporary file in the store's folder, so neither the worker
+nor this process holds a storm's findings.
 """
 
 from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO, cast
 
 from .engine import Engine
 from .inputs import SafeStream, Source, sniff, year_hint
 from .progress import Progress
-from .records import Finding, InputStats
+from .records import InputStats
 from .scanner import HISTORY_BYTES
+from .store import FindingStore, Run, RunWriter
 
 SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
+BATCH_BYTES = 8 << 20  # small inputs are batched into units of up to this many bytes ...
+BATCHES_PER_JOB = 8  # ... and smaller when that leaves fewer than this many units per job
 
-UnitResult = tuple[list[Finding], InputStats]
+UnitResult = tuple[list[Run], InputStats]
 # Builds an engine; picklable (a module-level function or a functools.partial of `Engine`),
 # because each worker process builds its own. Called with `progress=` in this process.
 EngineFactory = Callable[..., Engine]
@@ -32,16 +40,25 @@ EngineFactory = Callable[..., Engine]
 
 @dataclass(frozen=True)
 class WorkUnit:
-    """A whole input, or one newline-aligned byte range [start, end) of a big plain file."""
+    """Whole inputs (`source` and `more`), or one newline-aligned byte range [start, end) of a
+    big plain file (`source`)."""
 
     source: Source
     start: int = 0
     end: int | None = None
+    more: tuple[Source, ...] = ()  # further whole inputs scanned in the same unit, in plan order
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The inputs this unit reads, in order."""
+        return (self.source, *self.more)
 
     @property
     def size(self) -> int:
         """Bytes of input this unit covers (as far as known before reading it)."""
-        return (self.end - self.start) if self.end is not None else (self.source.size or 0)
+        if self.end is not None:
+            return self.end - self.start
+        return sum(s.size or 0 for s in self.sources)
 
     @property
     def ends_source(self) -> bool:
@@ -50,19 +67,37 @@ class WorkUnit:
 
 
 def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
-    """One unit per input; a big plain-text file that holds at least 1/`jobs` of all the bytes
-    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges."""
-    if jobs <= 1:
-        return [WorkUnit(s) for s in sources]
+    """Units in input order. A big plain-text file that holds at least 1/`jobs` of all the bytes
+    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges;
+    consecutive other inputs are batched up to a byte budget (small enough that every job gets
+    several units), so many small files do not each cost a round trip to a worker."""
     total = sum(s.size or 0 for s in sources)
-    units = []
+    budget = max(1, min(BATCH_BYTES, total // max(1, jobs * BATCHES_PER_JOB)))
+    units: list[WorkUnit] = []
+    batch: list[Source] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal batch, size
+        if batch:
+            units.append(WorkUnit(batch[0], more=tuple(batch[1:])))
+        batch, size = [], 0
+
     for src in sources:
-        if (src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES and src.size * jobs >= total
-                and _is_plain(src.path)):
+        if (jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
+                and src.size * jobs >= total and _is_plain(src.path)):
+            flush()
             cuts = aligned_cuts(src.path, src.size, jobs)
             units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-        else:
+            continue
+        if batch and (size + (src.size or 0) > budget or src.path is None):
+            flush()
+        if src.path is None:  # stdin is read in this process: a unit of its own
             units.append(WorkUnit(src))
+            continue
+        batch.append(src)
+        size += src.size or 0
+    flush()
     return units
 
 
@@ -115,11 +150,15 @@ class _Bounded(io.RawIOBase):
         return data
 
 
-def run_unit(engine: Engine, unit: WorkUnit) -> UnitResult:
-    """Scan one work unit; line numbers of a range are local (1 = its first line)."""
+def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
+    """Scan one work unit into runs of findings (spilled to `spill_dir` when large; None: kept in
+    memory). Line numbers of a range are local (1 = its first line)."""
     stats = InputStats()
+    writer = RunWriter(spill_dir)
     if unit.end is None:
-        return engine.scan_source(unit.source, stats), stats
+        for source in unit.sources:
+            engine.scan_source(source, stats, writer.add)
+        return writer.finish(), stats
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
@@ -130,29 +169,31 @@ def run_unit(engine: Engine, unit: WorkUnit) -> UnitResult:
             history = history[history.find(b"\n") + 1:]
         hint = year_hint(src.name, src.mtime, engine.year)
         bounded = cast(BinaryIO, _Bounded(handle, unit.end - unit.start))  # the scanner only calls read()
-        findings = engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle)
+        engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add)
     stats.files = 0  # merge counts the file once
-    return findings, stats
+    return writer.finish(), stats
 
 
-def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress) -> list[UnitResult]:
-    """The result of every unit, in unit order: in `jobs` local worker processes when there is
-    more than one job and unit (and no unit reads stdin), else one by one in this process."""
-    results: list[UnitResult] = []
+def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,
+              spill_dir: str | None = None) -> Iterator[UnitResult]:
+    """The result of every unit, in unit order, as each is ready: in `jobs` local worker
+    processes when there is more than one job and unit (and no unit reads stdin), else one by
+    one in this process."""
     if jobs > 1 and len(units) > 1 and not any(u.source.path is None for u in units):
         with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
                                  initargs=(make_engine,)) as pool:
-            for unit, result in zip(units, pool.map(_run_in_worker, units), strict=False):
-                results.append(result)
+            results = pool.map(partial(_run_in_worker, spill_dir=spill_dir), units)
+            for unit, result in zip(units, results, strict=True):
+                yield result
                 progress.advance(unit.size)
-                if unit.ends_source:
+                for _ in range(len(unit.sources) if unit.ends_source else 0):
                     progress.file_done()
     else:
         engine = make_engine(progress=progress)
         for unit in units:
-            results.append(run_unit(engine, unit))
-            progress.file_done()
-    return results
+            yield run_unit(engine, unit, spill_dir)
+            for _ in unit.sources:
+                progress.file_done()
 
 
 _WORKER: Engine | None = None  # the engine of this worker process
@@ -163,32 +204,29 @@ def _init_worker(make_engine: EngineFactory) -> None:
     _WORKER = make_engine()
 
 
-def _run_in_worker(unit: WorkUnit) -> UnitResult:
+def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
     assert _WORKER is not None, "worker not initialised"
-    return run_unit(_WORKER, unit)
+    return run_unit(_WORKER, unit, spill_dir)
 
 
-def merge(units: list[WorkUnit], results: list[UnitResult]) -> UnitResult:
-    """Combine unit results (consuming them, so a big result is not held twice); shift range
-    line numbers by the lines of the ranges before."""
-    stats, findings = InputStats(), []
+def merge(units: list[WorkUnit], results: Iterable[UnitResult],
+          store: FindingStore | None = None) -> tuple[FindingStore, InputStats]:
+    """File the units' runs (in unit order, as they arrive) in `store` and add up their stats;
+    the runs of a later byte range are shifted by the lines of the ranges before it."""
+    store = store if store is not None else FindingStore()
+    stats = InputStats()
     shift, previous = 0, None
-    results.reverse()
-    for unit in units:
-        found, unit_stats = results.pop()
+    for unit, (runs, unit_stats) in zip(units, results, strict=True):
         if unit.end is not None:
             if previous is not unit.source:
                 shift, previous = 0, unit.source
                 stats.files += 1
-            if shift:
-                for i, f in enumerate(found):
-                    found[i] = f._replace(line=f.line + shift,
-                                          api_line=None if f.api_line is None else f.api_line + shift,
-                                          causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
+            for run in runs:
+                run.shift = shift
             shift += unit_stats.lines
-        findings.extend(found)
+        store.add(runs)
         stats.add(unit_stats)
-    return findings, stats
+    return store, stats
 
 
 def cpu_count() -> int:

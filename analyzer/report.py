@@ -25,6 +25,8 @@ def bounded(names: Iterable[str], limit: int = LIST_LIMIT) -> tuple[tuple[str, .
     ordered = sorted(names)
     return tuple(ordered[:limit]), max(0, len(ordered) - limit)
 
+MAX_BURSTS = 1000  # bursts a summary keeps whole; a storm's others are only counted, in `burst_groups`
+
 
 @dataclass(frozen=True, slots=True)
 class CodeRow:
@@ -244,6 +246,61 @@ class Burst:
 
 
 @dataclass(frozen=True, slots=True)
+class BurstGroup:
+    """Bursts with the same lead (code, API, rule) on the same node and of the same severity: a
+    storm's thousands of bursts as one entry, shown by its first burst in report order."""
+
+    first: Burst  # the group's first burst (severe first, then in time order)
+    bursts: int  # how many bursts the group holds
+    findings: int  # findings in them
+    first_seen: str | None
+    last_seen: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FoldedRow:
+    """Findings that share a fingerprint (code + API + rule + masked message) on one node: a
+    storm's thousands of lines as one row. Rows are in report order of their first finding."""
+
+    fingerprint: str
+    node: str | None
+    code: str
+    name: str | None
+    api: str | None
+    rule: str
+    action: str
+    recoverable: bool | None
+    count: int
+    first_source: str
+    first_line: int
+    last_source: str
+    last_line: int
+    first_seen: str | None  # earliest time (stamped or inferred) of the row's findings
+    last_seen: str | None
+    text: str  # the first finding's line
+    evidence: str | None = None  # where the first finding's API was read
+    first_timestamp: str | None = None  # the first finding's own timestamp
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "node": self.node,
+            "code": self.code,
+            "name": self.name,
+            "api": self.api,
+            "rule": self.rule,
+            "action": self.action,
+            "recoverable": self.recoverable,
+            "count": self.count,
+            "first": f"{self.first_source}:{self.first_line}",
+            "last": f"{self.last_source}:{self.last_line}",
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """The diagnosis every report shows, sorted so every writer renders it the same way.
 
@@ -255,11 +312,17 @@ class Summary:
     codes: tuple[CodeRow, ...] = ()  # not recoverable first, then most frequent
     actions: tuple[ActionRow, ...] = ()  # most frequent first
     nodes: tuple[NodeRow, ...] = ()  # by node name, no node first
-    bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last)
+    bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last); the first MAX_BURSTS
     bundles: tuple[BundleRow, ...] = ()  # the ROW_LIMIT worst bundles: most unrecoverable, then most findings
     more_bundles: int = 0  # bundles beyond those listed
     fingerprints: tuple[FingerprintRow, ...] = ()  # recurring failures: in most bundles, then nodes, first
     more_fingerprints: int = 0
+    bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last); the first MAX_BURSTS
+    # Findings folded by (fingerprint, node), in report order. Text and Markdown list these
+    # instead of every finding; JSON lists every finding (each with its fingerprint) instead.
+    folded: tuple[FoldedRow, ...] = ()
+    burst_count: int = 0  # bursts in all (`bursts` keeps the first MAX_BURSTS of them)
+    burst_groups: tuple[BurstGroup, ...] = ()  # every burst, grouped by lead; in the order of `bursts`
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -53,7 +53,7 @@ def test_compressed_file_detected_by_magic_not_name(tmp_path, kind):
     path.write_bytes(COMPRESSORS[kind](LOG))
     result = scan(path)
     assert where(result) == [(str(path), 2, "0x5010B001")]
-    assert result.findings[0].action == "relink"
+    assert list(result.findings)[0].action == "relink"
     assert result.inputs.lines == 2 and result.inputs.bytes == len(LOG)
 
 
@@ -64,7 +64,7 @@ def test_tar_formats(tmp_path, mode, suffix):
     path.write_bytes(tar_bytes({"node-1/a.log": LOG, "node-1/b.log": b"nothing\n" + LOG}, mode))
     result = scan(path)
     assert where(result) == [(f"{path}!node-1/a.log", 2, "0x5010B001"), (f"{path}!node-1/b.log", 3, "0x5010B001")]
-    assert result.findings[0].node == "node-1"
+    assert list(result.findings)[0].node == "node-1"
 
 
 def test_zip_and_nesting(tmp_path):
@@ -76,7 +76,7 @@ def test_zip_and_nesting(tmp_path):
     names = [f.source for f in result.findings]
     assert names == [f"{outer}!ticket/bundle.zip!node-2/app.log",
                      f"{outer}!ticket/bundle.zip!node-2/device_log.tar.gz!device-3/device-41_20251112034001456.log"]
-    dev = result.findings[1]
+    dev = list(result.findings)[1]
     assert (dev.node, dev.kind, dev.device, dev.line) == ("node-2", "device", "3", 2)
 
 
@@ -228,7 +228,7 @@ def test_truncated_nested_archive_keeps_the_lines_of_the_inner_member(tmp_path):
     result = scan(path)
     lines = [f.line for f in result.findings]
     assert lines == list(range(1, len(lines) + 1)) and len(lines) >= 50
-    assert result.findings[0].source == f"{path}!node-a/plog.tar.gz!plog/plog-1_20251203.log"
+    assert list(result.findings)[0].source == f"{path}!node-a/plog.tar.gz!plog/plog-1_20251203.log"
 
 
 def test_truncated_plain_tar_keeps_the_partial_member(tmp_path):

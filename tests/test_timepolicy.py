@@ -30,7 +30,7 @@ def test_time_window_across_formats(tmp_path):
     (tmp_path / "glog.log").write_text("E20251112 04:10:00.000001 77 a.cpp:1] LinkClusters failed, ret = 1343270921\n")
     result = scan(tmp_path, since=datetime(2025, 11, 12, 3, 45), until=datetime(2025, 11, 12, 4, 0), year=2025)
     assert [f.source.rsplit("/", 1)[-1] for f in result.findings] == ["vllm.log"]
-    assert result.findings[0].timestamp == "2025-11-12T03:50:00"
+    assert list(result.findings)[0].timestamp == "2025-11-12T03:50:00"
     assert result.inputs.outside_window == 2
 
 
@@ -51,11 +51,11 @@ def test_year_for_vllm_comes_from_mtime(tmp_path):
     path = tmp_path / "worker.log"
     path.write_text("(W pid=9) ERROR 11-12 03:50:00 [c.py:1] [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT\n")
     os.utime(path, (1750000000, 1750000000))  # 2025-06-15
-    assert scan(path, year=2024).findings[0].timestamp == "2024-11-12T03:50:00"
+    assert list(scan(path, year=2024).findings)[0].timestamp == "2024-11-12T03:50:00"
     os.utime(path, (1765000000, 1765000000))  # 2025-12-06: written after November 12th
-    assert scan(path).findings[0].timestamp == "2025-11-12T03:50:00"
+    assert list(scan(path).findings)[0].timestamp == "2025-11-12T03:50:00"
     os.utime(path, (1735700000, 1735700000))  # 2025-01-01: November 12th was the year before
-    assert scan(path).findings[0].timestamp == "2024-11-12T03:50:00"
+    assert list(scan(path).findings)[0].timestamp == "2024-11-12T03:50:00"
 
 
 def test_vllm_year_from_the_member_mtime_never_after_it(tmp_path):
@@ -68,7 +68,7 @@ def test_vllm_year_from_the_member_mtime_never_after_it(tmp_path):
     path = tmp_path / "bundle.tar.gz"
     path.write_bytes(buf.getvalue())
     # December 3rd cannot be after the member was written on 2024-06-01: it is 2023-12-03.
-    assert scan(path).findings[0].timestamp == "2023-12-03T03:50:00"
+    assert list(scan(path).findings)[0].timestamp == "2023-12-03T03:50:00"
 
 
 def test_guessed_year_follows_the_node_not_the_mtime(tmp_path):
@@ -80,7 +80,7 @@ def test_guessed_year_follows_the_node_not_the_mtime(tmp_path):
     os.utime(vllm, (1800000000, 1800000000))  # 2027: when the bundle was copied, not the incident
     stamps = {f.source.rsplit("/", 1)[-1]: f.timestamp for f in scan(tmp_path).findings}
     assert stamps["worker.log"] == "2025-11-12T03:50:00"
-    assert scan(vllm).findings[0].timestamp == "2026-11-12T03:50:00"  # mtime 2027-01-15: the November before
+    assert list(scan(vllm).findings)[0].timestamp == "2026-11-12T03:50:00"  # mtime 2027-01-15: the November before
 
 
 def test_year_crossing_inside_a_vllm_log(tmp_path):

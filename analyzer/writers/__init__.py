@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from . import github, gitlab, json_report, junit, markdown, sarif, text
+from . import github, gitlab, json_report, jsonl, junit, markdown, sarif, text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -32,6 +32,7 @@ WRITERS: dict[str, Writer] = {
     "text": text,
     "markdown": markdown,
     "json": json_report,
+    "jsonl": jsonl,
     "sarif": sarif,
     "junit": junit,
     "github": github,

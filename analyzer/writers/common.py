@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..report import AlsoCode, Burst, Cause
+from ..report import AlsoCode, Burst, Cause, FoldedRow, Summary
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -121,3 +121,21 @@ def known_errors_lines(analysis: Analysis, limit: int = 20) -> list[str]:
         for s in known.expired:
             out.append(f"  {s.describe()} EXPIRED on {s.expires}: hides nothing now ({s.reason})")
     return out
+
+
+STORM_FINDINGS = 1000  # a storm: at least this many findings ...
+STORM_FOLD = 10  # ... folding into at most one row per this many findings
+
+
+def is_storm(s: Summary) -> bool:
+    """So many findings, repeating so much, that a human-readable report shows groups, not each."""
+    return s.findings >= STORM_FINDINGS and s.findings >= STORM_FOLD * len(s.folded)
+
+
+def fold_span(row: FoldedRow) -> str:
+    """`x1,234 to plog-1.log:9001, 2025-11-12T03:40:05 .. 2025-11-12T03:41:10` for a folded row."""
+    last = f"{row.last_line}" if row.last_source == row.first_source else f"{row.last_source}:{row.last_line}"
+    span = f"x{row.count:,} to line {last}" if row.last_source == row.first_source else f"x{row.count:,} to {last}"
+    if row.first_seen:
+        span += f", {row.first_seen}" + (f" .. {row.last_seen}" if row.last_seen != row.first_seen else "")
+    return span

@@ -4,8 +4,9 @@
     {"source": "plog-4811.log", "line": 12, "code": "0x5010B009", ...},
     ...]}
 
-Findings are written one per line with the C JSON encoder: a million findings stay fast, and
-the report still diffs line by line.
+Written as it goes: the head, then the findings one per line, read back from the store as they
+are written (never all in memory), each encoded by `encode.finding_line` (C JSON encoding), so a
+million findings stay fast and the report still diffs line by line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import io
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
+
+from .encode import finding_lines
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -36,25 +39,26 @@ def write(analysis: Analysis, out: TextIO) -> None:
         head.update(known.to_dict())
     text = json.dumps(head, indent=2, ensure_ascii=False)
     out.write(text[:-2] + ',\n  "findings": [')
-    written = 0
-    for finding in _marked(analysis):
-        out.write(("\n    " if written == 0 else ",\n    ") + json.dumps(finding, ensure_ascii=False))
-        written += 1
+    sep = "\n    "
+    written = False
+    for line in _lines(analysis):
+        out.write(sep + line)
+        sep, written = ",\n    ", True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
 
 
-def _marked(analysis: Analysis) -> Iterator[dict]:
-    """Each finding's JSON; with a baseline, every finding of the run, marked `baseline: new|known`
+def _lines(analysis: Analysis) -> Iterator[str]:
+    """Each finding's JSON line; with a baseline, every finding of the run, marked `baseline: new|known`
     (the summary counts the new ones)."""
-    from ..engine import sort_key  # here: engine imports the writers' helpers
+    from ..store import sort_key
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
-        yield from (f.to_dict() for f in analysis.findings)
+        yield from finding_lines(analysis.findings)  # streamed from the store
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: sort_key(fm[0])):
-        yield dict(f.to_dict(), baseline=mark)
+        yield json.dumps(dict(f.to_dict(), baseline=mark), ensure_ascii=False)
 
 
 def render(analysis: Analysis) -> str:

@@ -15,7 +15,9 @@ from .common import (
     describe_burst_extras,
     describe_causes,
     describe_code,
+    fold_span,
     inputs_line,
+    is_storm,
     known_errors_lines,
     recoverable_word,
 )
@@ -50,12 +52,18 @@ def render(analysis: Analysis) -> str:
     if known:
         out += ["## Known errors", ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]
         out.append("")
-    if not analysis.findings:
+    if not s.findings:
         out.append("No LLM-DataDist status codes found.")
         return "\n".join(out) + "\n"
     out += _recurring(analysis)
     out += ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
-    for n, b in enumerate(s.bursts, 1):
+    storm = is_storm(s)
+    if storm:
+        out += [f"Storm: {s.findings:,} findings fold into {len(s.folded):,} rows (same code, API, rule, message shape "
+                f"and node); {s.burst_count:,} bursts into {len(s.burst_groups):,} groups (same lead and node), "
+                "one entry per group.", ""]
+    entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
+    for n, (b, group) in enumerate(entries, 1):
         lead = b.lead
         when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
         out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
@@ -70,6 +78,12 @@ def render(analysis: Analysis) -> str:
         extras = describe_burst_extras(b)
         if extras:
             out.append(f"   {_cell(extras)}.")
+        if group is not None and group.bursts > 1:
+            span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
+            out.append(f"   And {group.bursts - 1:,} more bursts like this one, "
+                       f"{group.findings:,} findings in all{span}.")
+    if not storm and s.burst_count > len(s.bursts):
+        out.append(f"\n{s.burst_count - len(s.bursts)} more bursts: see the JSON findings.")
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
     for node in s.nodes:
         kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
@@ -80,14 +94,22 @@ def render(analysis: Analysis) -> str:
         out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
-    out += ["", "## Findings", "", "| where | node | time | code | API (evidence) | action |",
-            "|---|---|---|---|---|---|"]
-    for f in analysis.findings[:MAX_FINDINGS]:
-        api = f"{f.api} ({f.api_evidence})" if f.api else "-"
-        out.append(f"| `{_cell(f.source)}:{f.line}` | {_cell(f.node or '')} | {_cell(f.timestamp or '')} | "
-                   f"{_cell(f.name or f.code)} | {_cell(api)} | {f.action} |")
-    if len(analysis.findings) > MAX_FINDINGS:
-        out.append(f"\n{len(analysis.findings) - MAX_FINDINGS} more findings: see the JSON report.")
+    out += ["", "## Findings", ""]
+    if len(s.folded) < s.findings:
+        out += ["Repeats are folded: findings with the same code, API, rule, message shape and node are one row.", ""]
+    out += ["| where | node | time | code | API (evidence) | action |", "|---|---|---|---|---|---|"]
+    shown = 0
+    for row in s.folded[:MAX_FINDINGS]:
+        api = f"{row.api} ({row.evidence})" if row.api else "-"
+        where = f"`{_cell(row.first_source)}:{row.first_line}`"
+        when = row.first_timestamp or ""
+        if row.count > 1:
+            when = fold_span(row)
+        out.append(f"| {where} | {_cell(row.node or '')} | {_cell(when)} | "
+                   f"{_cell(row.name or row.code)} | {_cell(api)} | {row.action} |")
+        shown += row.count
+    if s.findings > shown:
+        out.append(f"\n{s.findings - shown} more findings: see the JSON report.")
     return "\n".join(out) + "\n"
 
 

@@ -20,7 +20,9 @@ from .common import (
     describe_burst_extras,
     describe_causes,
     describe_code,
+    fold_span,
     inputs_line,
+    is_storm,
     known_errors_lines,
     plural,
     recoverable_word,
@@ -29,6 +31,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from .. import Analysis
+    from ..report import Burst, Summary
 
 name = "text"
 suffix = ".txt"
@@ -38,6 +41,10 @@ MAX_BURSTS = 25
 MAX_FINDINGS = 200
 MAX_RECURRING = 8  # failures shown across bundles, on the first screen
 MAX_BUNDLES = 10
+# A storm (`common.is_storm`) gets a short report: STORM_GROUPS groups of bursts in full, then at
+# most STORM_ROWS rows per table (~200 lines whatever the number of findings).
+STORM_GROUPS = 6
+STORM_ROWS = 15
 
 
 def _wrap(text: str, indent: str, width: int = WIDTH) -> list[str]:
@@ -56,60 +63,93 @@ def render(analysis: Analysis) -> str:
         out += _wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ")
     for line in known_errors_lines(analysis):
         out += _wrap(line.strip(), "    " if line.startswith(" ") else "")
-    if not analysis.findings:
+    if not s.findings:
         out += ["", "No LLM-DataDist status codes found."]
         return "\n".join(out) + "\n"
-
+    storm = is_storm(s)
     out += _recurring(analysis)
-    bursts = s.bursts
-    out += ["", f"Diagnosis: {len(bursts)} burst{'s' if len(bursts) != 1 else ''}, most severe first"]
-    for n, burst in enumerate(bursts[:MAX_BURSTS], 1):
-        lead = burst.lead
-        first, last = burst.first_line, burst.last_line
-        span = f":{first}" + (f"-{last}" if last != first else "")
-        where = short_source(burst.source, WIDTH - 4 - len(span)) + span
-        if burst.node and burst.node not in burst.source:
-            where = f"{burst.node}: {where}"
-        out += textwrap.wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} "
-                             f"{describe_api(lead.api, lead.api_evidence)}", WIDTH, subsequent_indent="    ",
-                             break_on_hyphens=False)
-        out += _wrap(where, "    ")
-        when = lead.timestamp or (f"~{lead.inferred_time} (from the lines before)" if lead.inferred_time
-                                  else "no timestamp")
-        out += _wrap(f"line {lead.line}, {when}, "
-                     f"{recoverable_word(lead.recoverable)}", "    ")
-        if burst.causes:
-            out += _wrap("likely cause: " + describe_causes(burst.causes), "    ")
-        out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ")
-        out += _wrap(lead.remedy, "       ")
-        extras = describe_burst_extras(burst)
-        if extras:
-            out += textwrap.wrap("+ " + extras, WIDTH, initial_indent="    ", subsequent_indent="      ",
-                                 break_on_hyphens=False)
-    if len(bursts) > MAX_BURSTS:
-        out.append(f"... {len(bursts) - MAX_BURSTS} more bursts (see --format json)")
+    if storm:
+        out += [""] + _wrap(f"Storm: {plural(s.findings, 'finding')} fold into {plural(len(s.folded), 'row')} "
+                            f"(same code, API, rule, message shape and node), {plural(s.burst_count, 'burst')} "
+                            f"into {plural(len(s.burst_groups), 'group')} (same lead and node).", "")
+    out += _diagnosis(s, storm)
 
     out += ["", "By node"]
-    for node in s.nodes:
+    for node in s.nodes[:STORM_ROWS if storm else None]:
         kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
         out += _wrap(f"{node.node or '(no node)'}: {plural(node.findings, 'finding')} "
                      f"({node.unrecoverable} not known recoverable; {kinds})", "  ")
+    if storm and len(s.nodes) > STORM_ROWS:
+        out.append(f"  ... {len(s.nodes) - STORM_ROWS} more nodes (see --format json)")
 
     out += _by_bundle(analysis)
     out += ["", "Codes by API"]
     out.append(f"{'count':>5}  {'code':<31}  {'api':<17}  action [rule]")
-    for row in s.codes:
+    for row in s.codes[:STORM_ROWS if storm else None]:
         code = row.name or f"unknown {row.code}"
         out += textwrap.wrap(f"{row.count:>5}  {code:<31}  {row.api or '-':<17}  {row.action} [{row.rule}]",
                              WIDTH, subsequent_indent=" " * 59, break_on_hyphens=False)
+    if storm and len(s.codes) > STORM_ROWS:
+        rest = sum(r.count for r in s.codes[STORM_ROWS:])
+        out.append(f"... {len(s.codes) - STORM_ROWS} more rows, {plural(rest, 'finding')} (see --format json)")
 
-    out += ["", "Findings"]
-    for f in analysis.findings[:MAX_FINDINGS]:
-        out += textwrap.wrap(f"{short_source(f.source, 44)}:{f.line}  {f.name or f.code}  {f.api or '-'}  {f.action}",
-                             WIDTH, subsequent_indent="    ", break_on_hyphens=False)
-    if len(analysis.findings) > MAX_FINDINGS:
-        out.append(f"... {len(analysis.findings) - MAX_FINDINGS} more findings (see --format json)")
+    out += ["", "Findings" + (" (repeats folded: same code, API, rule, message shape and node)"
+                              if len(s.folded) < s.findings else "")]
+    shown = 0
+    for fold in s.folded[:STORM_ROWS if storm else MAX_FINDINGS]:
+        out += textwrap.wrap(f"{short_source(fold.first_source, 44)}:{fold.first_line}  {fold.name or fold.code}  "
+                             f"{fold.api or '-'}  {fold.action}", WIDTH, subsequent_indent="    ",
+                             break_on_hyphens=False)
+        if fold.count > 1:
+            out += _wrap(fold_span(fold), "    ")
+        shown += fold.count
+    if s.findings > shown:
+        out.append(f"... {s.findings - shown} more findings (see --format json)")
     return "\n".join(out) + "\n"
+
+
+def _diagnosis(s: Summary, storm: bool) -> list[str]:
+    """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
+    out = ["", f"Diagnosis: {plural(s.burst_count, 'burst')}"
+           + (f" in {plural(len(s.burst_groups), 'group')}" if storm else "") + ", most severe first"]
+    entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
+    limit = STORM_GROUPS if storm else MAX_BURSTS
+    for n, (burst, group) in enumerate(entries[:limit], 1):
+        out += _burst(n, burst)
+        if group is not None and group.bursts > 1:
+            span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
+            out += textwrap.wrap(f"+ {plural(group.bursts - 1, 'more burst')} like this one, "
+                                 f"{plural(group.findings, 'finding')} in all{span}", WIDTH,
+                                 initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+    total = len(entries) if storm else s.burst_count
+    if total > limit:
+        out.append(f"... {total - limit} more {'groups of bursts' if storm else 'bursts'} (see --format json)")
+    return out
+
+
+def _burst(n: int, burst: Burst) -> list[str]:
+    lead = burst.lead
+    first, last = burst.first_line, burst.last_line
+    span = f":{first}" + (f"-{last}" if last != first else "")
+    where = short_source(burst.source, WIDTH - 4 - len(span)) + span
+    if burst.node and burst.node not in burst.source:
+        where = f"{burst.node}: {where}"
+    out = textwrap.wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} "
+                        f"{describe_api(lead.api, lead.api_evidence)}", WIDTH, subsequent_indent="    ",
+                        break_on_hyphens=False)
+    out += _wrap(where, "    ")
+    when = lead.timestamp or (f"~{lead.inferred_time} (from the lines before)" if lead.inferred_time
+                              else "no timestamp")
+    out += _wrap(f"line {lead.line}, {when}, {recoverable_word(lead.recoverable)}", "    ")
+    if burst.causes:
+        out += _wrap("likely cause: " + describe_causes(burst.causes), "    ")
+    out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ")
+    out += _wrap(lead.remedy, "       ")
+    extras = describe_burst_extras(burst)
+    if extras:
+        out += textwrap.wrap("+ " + extras, WIDTH, initial_indent="    ", subsequent_indent="      ",
+                             break_on_hyphens=False)
+    return out
 
 
 def _recurring(analysis: Analysis) -> list[str]:

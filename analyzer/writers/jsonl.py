@@ -1,0 +1,24 @@
+"""JSON Lines: one finding per line, for pipelines (`jq`, log shippers, `ddtriage ... | wc -l`).
+
+    {"source": "plog-4811.log", "line": 12, "timestamp": "2025-11-12T03:40:05.101002", ...}
+
+Each line is the same object as a finding in the JSON report (fingerprint included), in report
+order; nothing else is written (the summary is in the other formats). Streamed from the store.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TextIO
+
+from .encode import finding_lines
+
+if TYPE_CHECKING:
+    from .. import Analysis
+
+name = "jsonl"
+suffix = ".jsonl"
+
+
+def write(analysis: Analysis, out: TextIO) -> None:
+    for line in finding_lines(analysis.findings):
+        out.write(line + "\n")
