@@ -317,7 +317,6 @@ class Summary:
     more_bundles: int = 0  # bundles beyond those listed
     fingerprints: tuple[FingerprintRow, ...] = ()  # recurring failures: in most bundles, then nodes, first
     more_fingerprints: int = 0
-    bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last); the first MAX_BURSTS
     # Findings folded by (fingerprint, node), in report order. Text and Markdown list these
     # instead of every finding; JSON lists every finding (each with its fingerprint) instead.
     folded: tuple[FoldedRow, ...] = ()
