@@ -82,8 +82,8 @@ class RunWriter:
     """Collects one work unit's findings (in scan order) into runs; spills big runs to a file in
     `spill_dir` (None: never spill, e.g. when results travel to another machine)."""
 
-    def __init__(self, spill_dir: str | None = None, chunk: int = CHUNK) -> None:
-        self.spill_dir, self.chunk = spill_dir, chunk
+    def __init__(self, spill_dir: str | None = None, chunk: int | None = None) -> None:
+        self.spill_dir, self.chunk = spill_dir, chunk or CHUNK
         self.runs: list[Run] = []
         self._buf: list[Finding] = []
         self._run: Run | None = None
@@ -159,9 +159,9 @@ class FindingStore:
     set). A `transform` (the time policy: settled years, the --since/--until window) is applied
     to each finding as it is read; it returns None to leave a finding out."""
 
-    def __init__(self, spill_dir: str | None = None, budget: int = MEMORY_BUDGET) -> None:
+    def __init__(self, spill_dir: str | None = None, budget: int | None = None) -> None:
         self.spill_dir = spill_dir
-        self.budget = budget
+        self.budget = MEMORY_BUDGET if budget is None else budget
         self.runs: list[Run] = []
         self.raw_count = 0  # findings stored, before the transform
         self.guessed = 0

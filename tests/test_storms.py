@@ -1,0 +1,173 @@
+"""Storms: findings spilled to disk and replayed in order, a summary from mergeable aggregates,
+folded reports that stay short, JSON Lines, and small files batched into work units."""
+
+import json
+import os
+import random
+from datetime import datetime
+from pathlib import Path
+
+import analyzer.parallel as parallel
+import analyzer.store as store_mod
+from analyzer import analyze, analyze_text
+from analyzer.cli import cli
+from analyzer.inputs import iter_sources
+from analyzer.store import FindingStore, RunWriter, sort_key
+from analyzer.timepolicy import parse_ts, year_refs
+from analyzer.triage import Tally, summarize
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One failure logged again and again: numbers, times, request ids and addresses change; the
+# message shape does not. Every 7th request also gets a generic LLM_FAILED echo.
+STORM_LINE = ("[ERROR] GE(4811,python3):2025-11-12-03:{m:02d}:{s:02d}.{us:06d} [llm_datadist_v2.cc:174]48{t} "
+              "PullKvBlocks: call PullKvBlocks failed, ret = 0x5010B001, req_id = {r}, remote 10.0.{a}.{b}:26000")
+ECHO_LINE = ("[ERROR] GE(4811,python3):2025-11-12-03:{m:02d}:{s:02d}.{us:06d} [llm_datadist_v2.cc:180]48{t} "
+             "PullKvBlocks: ErrorNo: 4294967295(failed) req_id = {r}")
+NOISE = "[INFO] RUNTIME(4811,python3):2025-11-12-03:{m:02d}:{s:02d}.{us:06d} [runtime.cc:1]4830 rtMalloc: ok {r}"
+
+
+def storm_text(n: int, noise: int = 3) -> str:
+    rnd = random.Random(7)
+    out = []
+    for i in range(n):
+        when = {"m": 40 + i // 6000, "s": (i // 100) % 60, "us": (i * 37) % 1000000, "t": 12 + i % 4}
+        out.append(STORM_LINE.format(r=1000 + i, a=rnd.randrange(256), b=rnd.randrange(256), **when))
+        if i % 7 == 0:
+            out.append(ECHO_LINE.format(r=1000 + i, **when))
+        out += [NOISE.format(r=rnd.randrange(10**6), **when)] * noise
+    return "\n".join(out) + "\n"
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["scan", *args, "--fail-on", "never"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout
+
+
+# -- the store ------------------------------------------------------------------------------------
+
+def test_store_spills_and_replays_in_report_order(tmp_path, rules):
+    found = analyze_text("\n".join(storm_text(40, noise=0).splitlines()), rules, name="b.log")
+    found += analyze_text(storm_text(25, noise=1), rules, name="a.log")
+    assert len(found) > 60
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    store = FindingStore(str(spill), budget=10)
+    writer = RunWriter(str(spill), chunk=7)
+    for f in found:  # b.log before a.log: two runs, out of order, both spilled in chunks
+        writer.add(f)
+    store.add(writer.finish())
+    small = RunWriter()  # a run kept in memory, then spilled by the store past its budget
+    small.extend(sorted(analyze_text(storm_text(12, noise=0), rules, name="a.log"), key=sort_key)[:12])
+    store.add(small.finish())
+    expected = sorted(found + sorted(analyze_text(storm_text(12, noise=0), rules, name="a.log"),
+                                     key=sort_key)[:12], key=sort_key)
+    assert list(store) == expected
+    assert list(store) == expected  # re-iterable
+    assert len(store) == len(expected)
+    assert any(r.path for r in store.runs) and all(r.items is None for r in store.runs)
+    assert os.listdir(spill)
+    store.close()
+    assert not spill.exists()
+
+
+def test_store_of_a_list_is_sorted_like_the_straightforward_sort(rules):
+    found = analyze_text(storm_text(30), rules, name="x.log")
+    shuffled = found[:]
+    random.Random(1).shuffle(shuffled)
+    assert list(FindingStore.of(shuffled)) == sorted(found, key=sort_key)
+
+
+# -- aggregates -----------------------------------------------------------------------------------
+
+def test_summary_of_two_partial_tallies_equals_the_whole(in_root):
+    result = analyze(["sample_logs", "tests/data/fleets"])
+    findings = list(result.findings)
+    sources = sorted({f.source for f in findings})
+    half = set(sources[: len(sources) // 2])
+    first, second = Tally(), Tally()
+    for f in findings:
+        (first if f.source in half else second).add(f)
+    first.merge(second)
+    assert first.summary() == result.summary == summarize(findings)
+
+
+def test_year_refs_two_pass_median_is_the_exact_median():
+    rnd = random.Random(3)
+    stamps = [datetime(2025, 11, 12, 3, rnd.randrange(60), rnd.randrange(60), rnd.randrange(10**6)).isoformat()
+              for _ in range(501)]
+    found = analyze_text("[ERROR] x: ErrorNo: 1343270913(request wait to be processed timeout!)")
+    findings = [found[0]._replace(timestamp=t, node=("n1" if i % 3 else "n2")) for i, t in enumerate(stamps)]
+    refs = year_refs(lambda: findings)
+    for node in ("n1", "n2"):
+        mine = sorted(f.timestamp for f in findings if f.node == node)
+        assert refs.nodes[node] == parse_ts(mine[len(mine) // 2])
+    assert refs.overall == parse_ts(sorted(stamps)[len(stamps) // 2])
+
+
+# -- reports through the CLI ----------------------------------------------------------------------
+
+def test_storm_text_report_is_short_and_leads_with_the_diagnosis(tmp_path):
+    path = tmp_path / "plog-4811_20251112034000000.log"
+    path.write_text(storm_text(3000))
+    _, text = run(str(path))
+    lines = text.splitlines()
+    assert len(lines) <= 60
+    assert lines[0].startswith("ddtriage: 3,429 findings")
+    assert any(line.startswith("Storm: 3,429 findings fold into 2 rows") for line in lines[:6])
+    diagnosis = lines.index(next(line for line in lines if line.startswith("Diagnosis:")))
+    assert "LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks" in lines[diagnosis + 1]
+    assert "-> relink [wait-timeout-transfer]" in text.split("By node")[0]
+    assert "x3,000 to line" in text and "x429 to line" in text
+    _, md = run(str(path), "--format", "markdown")
+    assert "Storm: 3,429 findings fold into 2 rows" in md and md.count("\n| `") == 2
+
+
+def test_jsonl_is_the_json_findings_one_per_line(tmp_path):
+    path = tmp_path / "storm.log"
+    path.write_text(storm_text(200))
+    _, full = run(str(path), "--format", "json")
+    _, lines = run(str(path), "--format", "jsonl")
+    findings = json.loads(full)["findings"]
+    assert [json.loads(line) for line in lines.splitlines()] == findings
+    assert len(findings) == 229 and all(f["fingerprint"] for f in findings)
+    assert full.count("\n    {") == 229  # still one finding per line in the JSON report
+
+
+def test_spilled_scan_gives_the_same_reports(tmp_path, monkeypatch):
+    path = tmp_path / "storm.log"
+    path.write_text(storm_text(500))
+    before = {fmt: run(str(path), "--format", fmt, "-j", "1")[1] for fmt in ("json", "text")}
+    monkeypatch.setattr(store_mod, "CHUNK", 16)
+    monkeypatch.setattr(store_mod, "MEMORY_BUDGET", 20)
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    for jobs in ("1", "3"):
+        assert {fmt: run(str(path), "--format", fmt, "-j", jobs)[1] for fmt in ("json", "text")} == before
+
+
+def test_small_files_are_batched_and_any_jobs_gives_the_same_report(tmp_path):
+    for i in range(60):
+        folder = tmp_path / f"node-{i % 3}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"w{i:02d}.log").write_text(storm_text(3 + i % 5, noise=2))
+    sources = list(iter_sources([str(tmp_path)], []))
+    units = parallel.plan_units(sources, 2)
+    assert 2 <= len(units) < len(sources)
+    assert [s for u in units for s in u.sources] == sources  # plan order is input order
+    reports = [run(str(tmp_path), "--format", "json", "-j", j)[1] for j in ("1", "2", "4")]
+    assert reports[0] == reports[1] == reports[2]
+    assert json.loads(reports[0])["inputs"]["files"] == 60
+
+
+def test_window_replays_the_store(tmp_path):
+    path = tmp_path / "storm.log"
+    path.write_text(storm_text(700))
+    _, everything = run(str(path), "--format", "json")
+    _, windowed = run(str(path), "--format", "json", "--since", "2025-11-12 03:40:03", "--until",
+                      "2025-11-12 03:40:05")
+    kept = [f for f in json.loads(everything)["findings"] if "03:40:03" <= f["timestamp"][11:19] <= "03:40:05"]
+    data = json.loads(windowed)
+    assert data["findings"] == kept and data["summary"]["findings"] == len(kept)
+    assert data["inputs"]["outside_window"] == len(json.loads(everything)["findings"]) - len(kept)
