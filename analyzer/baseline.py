@@ -22,6 +22,7 @@ and why.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -31,6 +32,7 @@ import yaml
 
 from .errors import DDTriageError
 from .records import Finding
+from .store import FindingStore
 
 if TYPE_CHECKING:
     from .api import Analysis
@@ -114,7 +116,7 @@ class KnownErrors:
 
 # --- baseline files ----------------------------------------------------------------------------
 
-def baseline_entries(findings: list[Finding]) -> list[BaselineEntry]:
+def baseline_entries(findings: Iterable[Finding]) -> list[BaselineEntry]:
     """One entry per fingerprint, sorted by it."""
     first: dict[str, Finding] = {}
     counts: dict[str, int] = {}
@@ -125,7 +127,7 @@ def baseline_entries(findings: list[Finding]) -> list[BaselineEntry]:
             for fp, f in sorted(first.items())]
 
 
-def write_baseline(findings: list[Finding], path: str | Path) -> None:
+def write_baseline(findings: Iterable[Finding], path: str | Path) -> None:
     """Record today's findings by fingerprint (deterministic: the same findings, the same bytes)."""
     doc = {"tool": "ddtriage", "baseline": BASELINE_VERSION,
            "fingerprints": [e.to_dict() for e in baseline_entries(findings)]}
@@ -209,7 +211,7 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         return analysis
     today = today or date.today()
     known = KnownErrors(baseline=baseline, suppressions=suppressions)
-    findings = analysis.findings
+    findings: list[Finding] = list(analysis.findings)
     if suppressions is not None:
         entries = read_suppressions(suppressions, analysis.rules.catalog)
         active = [s for s in entries if s.expires is None or s.expires >= today]
@@ -230,7 +232,8 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         findings = [f for f in findings if f.fingerprint not in prints]
         known.gone = [e for e in recorded if e.fingerprint not in seen]
         known.new = len(findings)
-    analysis.findings = findings
+    analysis.findings.close()
+    analysis.findings = FindingStore.of(findings)  # what is left: few, in memory
     analysis.summary = summarize(findings, analysis.rules)
     analysis.known_errors = known
     return analysis

@@ -24,6 +24,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from .. import Analysis
+    from ..report import Summary
 
 name = "markdown"
 suffix = ".md"
@@ -56,34 +57,7 @@ def render(analysis: Analysis) -> str:
         out.append("No LLM-DataDist status codes found.")
         return "\n".join(out) + "\n"
     out += _recurring(analysis)
-    out += ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
-    storm = is_storm(s)
-    if storm:
-        out += [f"Storm: {s.findings:,} findings fold into {len(s.folded):,} rows (same code, API, rule, message shape "
-                f"and node); {s.burst_count:,} bursts into {len(s.burst_groups):,} groups (same lead and node), "
-                "one entry per group.", ""]
-    entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
-    for n, (b, group) in enumerate(entries, 1):
-        lead = b.lead
-        when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
-        out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
-                   f"{_cell(describe_api(lead.api, lead.api_evidence))}, "
-                   + (f"node {_cell(b.node)}, " if b.node else "")
-                   + f"`{_cell(b.source)}:{lead.line}`"
-                   + (f" at {when}" if when else "")
-                   + f", {recoverable_word(lead.recoverable)}.")
-        if b.causes:
-            out.append("   Likely cause: " + _cell(describe_causes(b.causes)) + ".")
-        out.append(f"   **Action: `{lead.action}`** ({_cell(lead.rule)}): {_cell(lead.remedy)}")
-        extras = describe_burst_extras(b)
-        if extras:
-            out.append(f"   {_cell(extras)}.")
-        if group is not None and group.bursts > 1:
-            span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
-            out.append(f"   And {group.bursts - 1:,} more bursts like this one, "
-                       f"{group.findings:,} findings in all{span}.")
-    if not storm and s.burst_count > len(s.bursts):
-        out.append(f"\n{s.burst_count - len(s.bursts)} more bursts: see the JSON findings.")
+    out += _diagnosis(s)
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
     for node in s.nodes:
         kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
@@ -130,3 +104,36 @@ def _recurring(analysis: Analysis) -> list[str]:
     if s.more_fingerprints and len(rows) == len(s.fingerprints):
         out.append(f"\nand up to {s.more_fingerprints} more: see the JSON report.")
     return out + [""]
+
+
+def _diagnosis(s: Summary) -> list[str]:
+    """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
+    out = ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
+    storm = is_storm(s)
+    if storm:
+        out += [f"Storm: {s.findings:,} findings fold into {len(s.folded):,} rows (same code, API, rule, message shape "
+                f"and node); {s.burst_count:,} bursts into {len(s.burst_groups):,} groups (same lead and node), "
+                "one entry per group.", ""]
+    entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
+    for n, (b, group) in enumerate(entries, 1):
+        lead = b.lead
+        when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
+        out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
+                   f"{_cell(describe_api(lead.api, lead.api_evidence))}, "
+                   + (f"node {_cell(b.node)}, " if b.node else "")
+                   + f"`{_cell(b.source)}:{lead.line}`"
+                   + (f" at {when}" if when else "")
+                   + f", {recoverable_word(lead.recoverable)}.")
+        if b.causes:
+            out.append("   Likely cause: " + _cell(describe_causes(b.causes)) + ".")
+        out.append(f"   **Action: `{lead.action}`** ({_cell(lead.rule)}): {_cell(lead.remedy)}")
+        extras = describe_burst_extras(b)
+        if extras:
+            out.append(f"   {_cell(extras)}.")
+        if group is not None and group.bursts > 1:
+            span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
+            out.append(f"   And {group.bursts - 1:,} more bursts like this one, "
+                       f"{group.findings:,} findings in all{span}.")
+    if not storm and s.burst_count > len(s.bursts):
+        out.append(f"\n{s.burst_count - len(s.bursts)} more bursts: see the JSON findings.")
+    return out
