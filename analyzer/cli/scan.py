@@ -15,6 +15,7 @@ from ..writers.common import plural
 
 if TYPE_CHECKING:
     from ..api import Analysis
+    from ..inputs import Selection
 from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -43,7 +44,9 @@ from .outputs import Output, resolve_outputs
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only scan logs whose path, archive member or file name matches (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files, folders and archive members that match (repeatable).")
+              help="Skip files, folders and archive members that match (repeatable). Globs are gitignore-style: "
+                   "* stays within a name, ** crosses folders, a leading ! negates.")
+@click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly.")
 @click.option("--since", type=When(), help="Only findings at or after this time.")
 @click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision).")
 @click.option("--year", type=click.IntRange(1970, 2999), default=None,
@@ -67,7 +70,7 @@ from .outputs import Output, resolve_outputs
               help="YAML list of known errors to hide (rule, code or fingerprint; reason; optional expires).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
-         exclude: tuple[str, ...], since: datetime | None, until: datetime | None, year: int | None,
+         exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None, year: int | None,
          jobs: int | None, max_bytes: int, max_ratio: float, node: str | None, strict: bool, quiet: bool,
          allow_empty: bool, baseline: str | None, write_baseline: str | None, suppressions: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
@@ -76,7 +79,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
     """
     from ..api import Options, analyze
-    from ..inputs import Limits, Selection, default_paths
+    from ..inputs import Limits, default_paths
     from ..parallel import cpu_count
     from ..progress import Progress, ProgressBar
 
@@ -88,7 +91,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     try:
         targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
-                          selection=Selection(tuple(include), tuple(exclude)), since=since, until=until, year=year,
+                          selection=_selection(include, exclude, hidden), since=since, until=until, year=year,
                           not_these=files, node=node or None)
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
@@ -112,6 +115,18 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool) -> Selection:
+    from ..inputs import Selection
+    from ..inputs.selection import compile_glob
+
+    for glob in include + exclude:
+        try:
+            compile_glob(glob)
+        except (ValueError, TypeError) as exc:
+            fail(f"glob {glob!r}: {exc}")
+    return Selection(tuple(include), tuple(exclude), hidden)
 
 
 def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None, suppressions: str | None,

@@ -184,6 +184,8 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             skipped.append(Skipped(printable(directory), exc.strerror or str(exc)))
             return
         for entry in entries:
+            if selection.skip_hidden(entry.name):
+                continue  # .git, .venv, .pytest_cache: not logs (--hidden reads them)
             path = os.path.join(directory, entry.name)
             if selection.excluded(path):
                 excluded.append(path)

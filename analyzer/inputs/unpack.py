@@ -46,7 +46,9 @@ class Unpacker:
         self.skipped.append(Skipped(printable(name), reason))
 
     def left_out(self, name: str) -> bool:
-        """Whether --exclude leaves this archive member out (it is then counted)."""
+        """Whether --exclude leaves this archive member out (it is then counted), or it is hidden."""
+        if self.selection.hidden_member(name):
+            return True
         if self.selection.excluded(name):
             self.excluded += 1
             return True
@@ -87,6 +89,8 @@ class Unpacker:
             return
         if fmt.encoding is not None:
             stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding), budget)
+        if self.selection.hidden_member(name):
+            return
         if self.selection.wanted(name):
             yield Leaf(name, stream, self._mtimes[-1])
         else:
