@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ..errors import DDTriageError
 from ..rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -35,8 +36,19 @@ def fail(message: str) -> NoReturn:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ddtriage")
-def cli() -> None:
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
+              help="Settings file (default: .ddtriage.toml or pyproject.toml [tool.ddtriage], from here upwards).")
+@click.pass_context
+def cli(ctx: click.Context, config_file: Path | None) -> None:
     """Triage LLM-DataDist failures in CANN host/device logs and application logs."""
+    from ..config import find_config, load_config
+
+    try:
+        config = load_config(config_file or find_config())
+    except DDTriageError as exc:
+        fail(str(exc))
+    ctx.obj = config
+    ctx.default_map = {"scan": config.scan_defaults()}  # flags given on the command line win
 
 
 class When(click.ParamType):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -134,10 +135,13 @@ def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None
     """Record a baseline of everything found, then hide what the baseline and suppressions know."""
     from ..baseline import apply_known_errors, write_baseline
 
+    everything = list(analysis.findings)
+    if baseline and write_to and not os.path.exists(baseline):
+        baseline = None  # the first run of a gate that records its baseline: nothing is known yet
     try:
+        apply_known_errors(analysis, baseline, suppressions)  # against the old baseline, then record the new
         if write_to:
-            write_baseline(analysis.findings, write_to)
-        apply_known_errors(analysis, baseline, suppressions)
+            write_baseline(everything, write_to)
     except DDTriageError as exc:
         fail(str(exc))
     known = analysis.known_errors
