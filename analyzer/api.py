@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -80,9 +81,10 @@ class Analysis:
 
 def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,
             rules_dirs: Iterable[str | Path] = (), options: Options | None = None, jobs: int = 1,
-            progress: Progress | None = None) -> Analysis:
-    """Scan `paths` (files, folders, archives, `-`) and return findings, input stats and summary.
-    The result is the same whatever `jobs` is."""
+            progress: Progress | None = None, dask: str | None = None) -> Analysis:
+    """Scan `paths` (files, folders, archives, fsspec URLs, `-`) and return findings, input stats
+    and summary. `dask` (`tcp://host:port` or `local[:N]`) runs the work units on a Dask cluster
+    instead of `jobs` local processes. The result is the same whatever `jobs` or `dask` is."""
     if isinstance(paths, (str, Path)):
         paths = [paths]  # one path, not its characters
     names = [str(p) for p in paths]
@@ -92,13 +94,21 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
     skipped: list[Skipped] = []
     excluded: list[str] = []
     sources = list(iter_sources(names, skipped, options.selection, excluded, options.not_these))
-    units = plan_units(sources, jobs)
-    progress.start(sum(s.size or 0 for s in sources), len(sources))
     store = FindingStore(spill_dir())
     try:
-        results = run_units(units, options.engine_factory(ruleset), jobs, progress, store.spill_dir)
-        store, stats = merge(units, results, store)
-        progress.finish()
+        with ExitStack() as stack:
+            if dask:
+                from .dask_backend import DaskRunner
+
+                runner = stack.enter_context(DaskRunner(dask))
+                slots, run = runner.slots, runner.run_units
+            else:
+                slots, run = jobs, partial(run_units, jobs=jobs)
+            units = plan_units(sources, slots)
+            progress.start(sum(s.size or 0 for s in sources), len(sources))
+            results = run(units, options.engine_factory(ruleset), progress=progress, spill_dir=store.spill_dir)
+            store, stats = merge(units, results, store)
+            progress.finish()
         stats.skipped[:0] = skipped
         stats.excluded += len(excluded)
         store.transform = time_policy(store.raw, store.guessed > 0, options.since, options.until)

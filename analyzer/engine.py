@@ -90,7 +90,7 @@ class Engine:
                 findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
                                                bundle=source.bundle, sink=sink))
         finally:
-            if source.path is not None:
+            if not source.is_stdin:
                 raw.close()
         stats.excluded += unpacker.excluded
         return findings

@@ -62,6 +62,10 @@ class NeighbourMatcher:
         self._raw_literals = tuple(lit.encode() for lit in self.literals)
         self._db = _literal_db(self._raw_literals)
 
+    def __reduce__(self) -> tuple[type[NeighbourMatcher], tuple[list[Family]]]:
+        # A hyperscan database does not pickle: a worker process (Dask) compiles its own.
+        return (NeighbourMatcher, (self.families,))
+
     def families_in(self, raw: bytes) -> list[Family]:
         """The families whose literals occur in some undecoded text: a cheap test before `find`
         that also narrows what `find` tries."""

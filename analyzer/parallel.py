@@ -90,9 +90,9 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
             cuts = aligned_cuts(src.path, src.size, jobs)
             units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
             continue
-        if batch and (size + (src.size or 0) > budget or src.path is None):
+        if batch and (size + (src.size or 0) > budget or src.is_stdin):
             flush()
-        if src.path is None:  # stdin is read in this process: a unit of its own
+        if src.is_stdin:  # stdin is read in this process: a unit of its own
             units.append(WorkUnit(src))
             continue
         batch.append(src)
@@ -179,7 +179,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
     """The result of every unit, in unit order, as each is ready: in `jobs` local worker
     processes when there is more than one job and unit (and no unit reads stdin), else one by
     one in this process."""
-    if jobs > 1 and len(units) > 1 and not any(u.source.path is None for u in units):
+    if jobs > 1 and len(units) > 1 and not any(s.is_stdin for u in units for s in u.sources):
         with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
                                  initargs=(make_engine,)) as pool:
             results = pool.map(partial(_run_in_worker, spill_dir=spill_dir), units)

@@ -54,6 +54,8 @@ from .outputs import Output, resolve_outputs
               help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPU count). The report is the same for any N.")
+@click.option("--dask", "dask_address", metavar="ADDRESS",
+              help="Run on a Dask cluster: tcp://host:port of a scheduler, or local[:N] for N local workers.")
 @click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
               help="Decompression guard: most bytes one input may expand to.")
 @click.option("--max-ratio", type=click.FloatRange(1.0), default=2000.0, show_default=True,
@@ -72,8 +74,9 @@ from .outputs import Output, resolve_outputs
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None, year: int | None,
-         jobs: int | None, max_bytes: int, max_ratio: float, node: str | None, strict: bool, quiet: bool,
-         allow_empty: bool, baseline: str | None, write_baseline: str | None, suppressions: str | None,
+         jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, node: str | None,
+         strict: bool, quiet: bool, allow_empty: bool, baseline: str | None, write_baseline: str | None,
+         suppressions: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -96,7 +99,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           not_these=files, node=node or None)
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
-                           progress=ProgressBar() if show_bar else Progress())
+                           progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))
     usage_error = False

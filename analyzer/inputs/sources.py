@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from ..errors import InputError
 from ..records import Skipped
@@ -24,21 +24,31 @@ from .layout import is_layout_folder
 from .names import printable
 from .selection import Selection
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _DATE_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
 
 
 @dataclass(frozen=True)
 class Source:
-    """One top-level input: a file, or stdin (`path` None)."""
+    """One top-level input: a local file (`path`), an fsspec URL (`url`), or stdin (neither)."""
 
     name: str
     path: str | None
     size: int | None = None
     mtime: float | None = None
     bundle: str | None = None  # the top-level input it belongs to (see `_walk`)
+    url: str | None = None  # `s3://…`, `file://…`, `memory://…`: opened through fsspec
+
+    @property
+    def is_stdin(self) -> bool:
+        return self.path is None and self.url is None
 
     def open(self) -> BinaryIO:
         """The input's bytes, from the start."""
+        if self.url is not None:
+            import fsspec  # the `fleet` extra; only URLs need it
+
+            return cast(BinaryIO, fsspec.open(self.url, "rb").open())
         if self.path is None:
             return sys.stdin.buffer
         return open(self.path, "rb")
@@ -138,6 +148,9 @@ def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, exc
         if raw == "-":
             yield Source("-", None, bundle="-")
             continue
+        if _URL.match(raw):
+            yield from _url_sources(raw, skipped, selection, excluded)
+            continue
         try:
             st = os.stat(raw)
         except FileNotFoundError:
@@ -205,3 +218,44 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
                 skipped.append(Skipped(printable(path), "not a regular file"))
 
     yield from visit(root)
+
+
+def _url_sources(url: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
+    """The files at an fsspec URL (`s3://bucket/fleet/`, `file:///logs`, `memory://x`), named by
+    the URL as given plus their path below it; a folder expands sorted, as on disk."""
+    try:
+        import fsspec
+    except ImportError:
+        raise InputError(f"{url}: reading URLs needs fsspec: pip install 'ddtriage[fleet]'") from None
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+        if not fs.exists(root):
+            skipped.append(Skipped(printable(url), "no such file or directory"))
+            return
+        if not fs.isdir(root):
+            info = fs.info(root)
+            yield Source(printable(url), None, info.get("size"), _mtime(info), printable(url), url)
+            return
+        base, top = root.rstrip("/"), url.rstrip("/")
+        for found, info in sorted(fs.find(root, detail=True).items()):
+            rel = found[len(base):].lstrip("/")
+            name = f"{top}/{rel}"
+            if selection.excluded(name):
+                excluded.append(name)
+                continue
+            first, _, below = rel.partition("/")
+            yield Source(printable(name), None, info.get("size"), _mtime(info), _bundle_of(top, first, bool(below)),
+                         fs.unstrip_protocol(found))
+    except (OSError, ValueError, ImportError) as exc:
+        skipped.append(Skipped(printable(url), str(exc) or type(exc).__name__))
+
+
+def _mtime(info: dict) -> float | None:
+    """A file's modification time from an fsspec `info()`, whatever the backend calls it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, datetime):
+            return value.timestamp()
+    return None
