@@ -8,23 +8,43 @@ Library first: everything the CLI does is a call here.
 
     from analyzer import analyze, load_rules, explain
     result = analyze(["sample_logs/"])
-    result.findings        # list[Finding]
+    result.findings        # Finding records, re-iterable (a spilled store, not a list)
     result.summary         # report.Summary: counts by code x API, by node, bursts with their lead
     result.inputs          # InputStats: files, lines, bytes read, skipped inputs
 """
 
-import os
+from __future__ import annotations
 
-from .api import Analysis, Options, analyze, analyze_text
+import os
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .errors import DDTriageError, InputError, RuleError
-from .explain import explain
 from .records import Finding, InputStats, Skipped
-from .rules import RuleSet
+
+if TYPE_CHECKING:
+    from .api import Analysis, Options, analyze, analyze_text
+    from .explain import explain
+    from .rules import RuleSet
+
+# Imported on first use (PEP 562): `ddtriage --help` and `explain` must not pay for the engine.
+_LAZY = {"Analysis": "api", "Options": "api", "analyze": "api", "analyze_text": "api", "explain": "explain",
+         "RuleSet": "rules"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_rules(*dirs: str | os.PathLike[str]) -> RuleSet:
     """Built-in rules plus any extra rule directories (later ones override earlier ones)."""
     from pathlib import Path
+
+    from .rules import RuleSet
 
     return RuleSet.load([Path(d) for d in dirs])
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 from .inputs.streams import Reader
 
@@ -213,6 +215,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
 def _newline_index(buf: bytes, begin: int, end: int) -> np.ndarray:
     """Offsets of every newline in buf[begin:end], relative to `begin` (one vectorised pass,
     faster than bytes.count and it also gives each candidate's line number)."""
+    import numpy as np  # here, not at import: `ddtriage --help` must not pay for it
+
     return np.flatnonzero(np.frombuffer(buf, np.uint8, end - begin, begin) == 10)
 
 
@@ -229,9 +233,14 @@ def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no:
     """Candidates in buf[begin:end] (buf[:begin] is history). `offset` is the stream offset of
     buf[begin]; `newlines` the newline offsets of the region when known."""
     counted_to = begin
+    searchsorted = None
+    if newlines is not None:
+        import numpy as np
+
+        searchsorted = np.searchsorted
     for start in prefilter.line_starts(buf, begin, end):
-        if newlines is not None:
-            number = line_no + int(np.searchsorted(newlines, start - begin))
+        if searchsorted is not None and newlines is not None:
+            number = line_no + int(searchsorted(newlines, start - begin))
         else:
             line_no += buf.count(b"\n", counted_to, start)
             counted_to, number = start, line_no
