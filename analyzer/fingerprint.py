@@ -41,8 +41,30 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p,
 TEMPLATE_LIMIT = 400  # characters of template kept: a storm's lines differ early, not at char 10,000
 
 
+# A storm's lines differ mostly in their digits. Every mask decides by character class (digit, hex
+# digit, word character), apart from the literal 0 of `0x`, and every digit ends up masked: so two
+# lines that are the same once each ASCII digit 1-9 is 1 have the same template. Templates are
+# memoised on that key (a storm line's template costs ~2 us instead of ~40 us of substitutions).
+# A new mask with another literal digit must keep that digit out of the translation.
+_ONE_DIGITS = bytes.maketrans(b"23456789", b"11111111")
+_MEMO: dict[bytes, str] = {}
+MEMO_SIZE = 20000  # templates remembered (cleared when full: a storm has few)
+
+
 def message_template(text: str) -> str:
     """`text` with times, ids, addresses and numbers masked."""
+    text = text[:TEMPLATE_LIMIT * 2]
+    key = text.encode("utf-8", "surrogatepass").translate(_ONE_DIGITS)
+    found = _MEMO.get(key)
+    if found is None:
+        if len(_MEMO) >= MEMO_SIZE:
+            _MEMO.clear()
+        found = _MEMO[key] = mask(text)
+    return found
+
+
+def mask(text: str) -> str:
+    """The template, computed: every mask applied in order (what `message_template` memoises)."""
     text = text[:TEMPLATE_LIMIT * 2]
     for pattern, replacement in MASKS:
         text = pattern.sub(replacement, text)

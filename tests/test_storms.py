@@ -171,3 +171,69 @@ def test_window_replays_the_store(tmp_path):
     data = json.loads(windowed)
     assert data["findings"] == kept and data["summary"]["findings"] == len(kept)
     assert data["inputs"]["outside_window"] == len(json.loads(everything)["findings"]) - len(kept)
+
+
+# -- the optimised per-finding path against the straightforward one ------------------------------
+
+ANSWER_KEYS = ["sample_logs", "tests/data/unseen", "tests/data/fleets", "tests/data/envelopes",
+               "tests/data/baseline"]
+
+
+def test_memoised_templates_give_the_findings_of_the_straightforward_path(in_root, monkeypatch):
+    """The engine's optimisations (memoised message templates) change nothing: every finding of
+    the answer-key corpora is the same as with each template computed from scratch."""
+    import analyzer.fingerprint as fp
+
+    fast = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    memo = dict(fp._MEMO)
+    assert memo, "the memo was used"
+    monkeypatch.setattr(fp, "message_template", fp.mask)
+    plain = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    assert fast == plain and len(fast) > 150
+
+
+def test_template_depends_only_on_which_digits_are_zero():
+    """Why the memo is sound: lines that differ only in which nonzero ASCII digits they hold have
+    one template (0 stays apart: `0x` starts a hex number, `4x` does not)."""
+    from analyzer.fingerprint import mask
+
+    rnd = random.Random(5)
+    shapes = ["[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 req_id=cmpl-7f3a9 10.1.0.1:26000 ret = 0x5010B001",
+              "(W pid=9) ERROR 11-12 03:50:00 [c.py:1] seq_id: 42 addr 0x7ffd12ab00 code 1343270913",
+              "E20251110 15:36:33.3 deadbeef00112233 ids 123e4567-e89b-12d3-a456-426614174000 [::1]:80 a1b2c3d4e5f6",
+              "٣٤ Unicode digits 12 stay; 9999999999999 999.999.999.999 task-id=a9:b8"]
+    for shape in shapes:
+        for _ in range(200):
+            other = "".join(rnd.choice("123456789") if c in "123456789" else c for c in shape)
+            assert mask(other) == mask(shape), (shape, other)
+    assert mask("ret = 0x5010B001") != mask("ret = 4x5010B001")
+
+
+# -- start-up -------------------------------------------------------------------------------------
+
+def test_help_and_explain_do_not_import_the_engine():
+    """`ddtriage --help` and `explain` stay fast: no numpy, pandas or scanning engine imported."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from analyzer.cli import main; sys.argv = ['ddtriage'] + sys.argv[1:]\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('numpy', 'pandas', 'analyzer.engine', 'analyzer.api') if m in sys.modules))")
+    for args in (["--help"], ["explain", "0x5010B001"]):
+        out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
+        assert out.stdout.strip().splitlines()[-1] == "[]", (args, out.stdout[-300:])
+
+
+def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
+    import analyzer.catalog as catalog
+    import yaml
+    from analyzer.rules import RuleSet
+
+    for path in sorted(Path(str(catalog.BUILTIN_RULES_DIR)).glob("*.yaml")):
+        with open(path, encoding="utf-8") as handle:
+            pure = yaml.load(handle, Loader=yaml.SafeLoader)
+        assert catalog.read_yaml(path) == pure, path.name
+    fast = RuleSet.load()
+    monkeypatch.setattr(catalog, "_LOADER", yaml.SafeLoader)
+    slow = RuleSet.load()
+    assert [r.id for r in fast.rules] == [r.id for r in slow.rules]
