@@ -237,3 +237,16 @@ def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
     monkeypatch.setattr(catalog, "_LOADER", yaml.SafeLoader)
     slow = RuleSet.load()
     assert [r.id for r in fast.rules] == [r.id for r in slow.rules]
+
+
+def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
+    from analyzer.records import Finding
+    from analyzer.writers import encode
+
+    assert encode.finding_line is encode._fast  # the fast path is in use: it knows every field
+    findings = list(analyze(ANSWER_KEYS).findings)
+    odd = findings[0]._replace(text='quote " back\\slash \t\x01 ünï 中文 \u2028 \ud800', pid=None, node="n\"1",
+                               causes=((3, "hccl", "9", "timeout \"x\""),), references=(), api_line=0,
+                               recoverable=False, known=False, bundle="b!c")
+    for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "m", "t", "hex")]:
+        assert encode.finding_line(f) == json.dumps(f.to_dict(), ensure_ascii=False)

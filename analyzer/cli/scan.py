@@ -116,6 +116,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     for report in reports:
         _write(report, analysis)
+    analysis.close()  # the findings' temporary files (the summary holds what the exit code needs)
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
@@ -166,7 +167,7 @@ def _write(report: Output, analysis: Analysis) -> None:
 def _gate(analysis: Analysis, fail_on: str) -> bool:
     if fail_on == "never":
         return False
-    if fail_on == "unrecoverable":
-        return any(f.recoverable is not True for f in analysis.findings)
-    return bool(analysis.findings)
+    if fail_on == "unrecoverable":  # from the summary: the findings are not read again
+        return analysis.summary.unrecoverable > 0
+    return analysis.summary.findings > 0
 
