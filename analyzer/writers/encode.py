@@ -20,7 +20,7 @@ from typing import Any
 from ..records import Finding
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
-_string: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_string: Callable[[str], str] = json.encoder.encode_basestring  # C, when built (ensure_ascii=False)
 
 
 def _str(value: str | None) -> str:
