@@ -23,7 +23,7 @@ from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
 from .records import Finding, InputStats, Skipped
-from .rules import RuleSet
+from .rules import RuleMatch, RuleSet
 from .scanner import Prefilter, ScanCounts, scan_stream
 from .timepolicy import StreamClock
 
@@ -53,6 +53,8 @@ class Engine:
     neighbours: NeighbourMatcher = field(init=False)
     resolver: ApiResolver = field(init=False)
     prefilter: Prefilter = field(init=False)
+    # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
+    _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
@@ -150,7 +152,7 @@ class Engine:
                 if hit.value != GENERIC_FAILED:
                     generic.note_specific(cand.line_no, cand.offset, header)
                     cause_finder.note_finding(headers[0].pid, cand.line_no, cand.offset + len(cand.raw))
-                matched = self.rules.match(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+                matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
                 rule, code = matched.rule, matched.code
                 before = causes(events, header, cand.line_no, hit.value)
                 when = clock.time_of(header, lookback)
@@ -170,6 +172,24 @@ class Engine:
             if len(found) > 1:
                 found.sort(key=_code_of)  # report order within a line: by code
             yield from found
+
+    def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
+        """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the
+        nearby text (no `nearby:` rule was reached): then no other line's context can change it."""
+        key = (value, api, in_cluster)
+        found = self._rule_memo.get(key)
+        if found is not None:
+            return found
+        asked = False
+
+        def watched() -> str:
+            nonlocal asked
+            asked = True
+            return nearby_text()
+        matched = self.rules.match(value, api, in_cluster, watched)
+        if not asked:
+            self._rule_memo[key] = matched
+        return matched
 
     def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,
               year: YearHint | None) -> None:
