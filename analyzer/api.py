@@ -17,7 +17,7 @@ import io
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,7 +30,7 @@ from .records import Finding, InputStats, Skipped
 from .report import Summary
 from .rules import RuleSet
 from .store import FindingStore, sort_key, spill_dir
-from .timepolicy import time_policy
+from .timepolicy import time_policy, window_bound
 from .triage import Tally
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class Options:
     since: datetime | None = None
     until: datetime | None = None
     year: int | None = None
+    tz: tzinfo | None = None  # --tz: the zone of stamps printed without one
     prefilter: str = "auto"  # auto | hyperscan | find
     not_these: tuple[str, ...] = ()  # files never to read (the report being written)
     node: str | None = None  # --node: the node of logs whose path names none (a scan on the node itself)
@@ -53,7 +54,7 @@ class Options:
     def engine_factory(self, rules: RuleSet) -> EngineFactory:
         """What builds an engine for these options, in this process or in a worker."""
         return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year,
-                       prefilter_engine=self.prefilter, node=self.node)
+                       tz=self.tz, prefilter_engine=self.prefilter, node=self.node)
 
 
 @dataclass
@@ -111,7 +112,8 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             progress.finish()
         stats.skipped[:0] = skipped
         stats.excluded += len(excluded)
-        store.transform = time_policy(store.raw, store.guessed > 0, options.since, options.until)
+        since, until = window_bound(options.since, options.tz), window_bound(options.until, options.tz)
+        store.transform = time_policy(store.raw, store.guessed > 0, since, until)
         tally = Tally()
         for finding in store:
             tally.add(finding)

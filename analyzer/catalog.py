@@ -7,6 +7,7 @@ package (`analyzer/data/`, package data), so an installed ddtriage finds it wher
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -154,7 +155,9 @@ class Catalog:
             if upper in named.all_names:
                 return named.value & 0xFFFFFFFF, named
         try:
-            value = int(token, 0)
+            # xLLM's hex without `0x` (`5010b007`, `ffffffff`) as well as 0x-hex and decimal
+            bare = re.fullmatch(r"(?i)5010b0[0-9a-f]{2}|f{8}", token)
+            value = int(token, 16) if bare else int(token, 0)
         except ValueError:
             return None
         value &= 0xFFFFFFFF

@@ -130,7 +130,10 @@ class ApiResolver:
 
 
 def same_thread(a: Header, b: Header) -> bool:
-    """Whether two records may come from the same process/thread (unknown matches anything)."""
+    """Whether two records may come from the same process/thread (unknown matches anything);
+    two pods never share one, whatever their pids."""
+    if a.pod and b.pod and a.pod != b.pod:
+        return False
     if a.pid and b.pid and a.pid != b.pid:
         return False
     return not (a.tid and b.tid and a.tid != b.tid)

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
+from datetime import tzinfo
+from functools import partial
 from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
+from .envelopes import HEAD_BYTES, Record, Unwrapper, clean
 from .fingerprint import finding_fingerprint
-from .inputs import READ_ERRORS, Limits, Selection, Source, Unpacker, layout_of, year_hint
+from .inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
 from .inputs.streams import Reader
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
+from .reassembly import Rejoined
 from .records import Finding, InputStats, Skipped
 from .rules import RuleMatch, RuleSet
-from .scanner import Prefilter, ScanCounts, scan_stream
+from .scanner import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
 from .timepolicy import StreamClock
 
 if TYPE_CHECKING:
@@ -46,6 +50,7 @@ class Engine:
     limits: Limits = field(default_factory=Limits)
     selection: Selection = field(default_factory=Selection)
     year: int | None = None  # --year: the year year-less stamps start in
+    tz: tzinfo | None = None  # --tz: the zone of zone-less stamps
     prefilter_engine: str = "auto"  # auto | hyperscan | find
     node: str | None = None  # --node: the node of logs whose path names none
     progress: Progress = field(default_factory=Progress)
@@ -55,6 +60,7 @@ class Engine:
     prefilter: Prefilter = field(init=False)
     # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
     _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
+    _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with literals
 
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
@@ -120,55 +126,32 @@ class Engine:
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
                     history: bytes = b"", year_guessed: bool = False, bundle: str | None = None) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
-        byte range: it seeds what the stream's first lines look back at."""
-        layout = layout_of(name)
-        node = layout.node or self.node
-        generic = GenericPolicy(self.resolver)
-        cause_finder = CauseFinder(self.neighbours, year)
-        clock = StreamClock(year, year_guessed)
+        byte range: it seeds what the stream's first lines look back at. The stream's envelope,
+        if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
+        to the records it holds, and each record is scanned with its own header."""
+        head, stream = peek(stream, HEAD_BYTES)
+        unwrapper = self.rules.envelopes.detect(head, year) if self.rules.envelopes else None
+        state = _StreamState(name, layout_of(name), bundle, GenericPolicy(self.resolver),
+                             CauseFinder(self.neighbours, year), StreamClock(year, year_guessed, self.tz), year,
+                             unwrapper.name if unwrapper else None)
         if history:
-            self._seed(history, generic, cause_finder, year)
-        for cand in scan_stream(stream, self.prefilter, counts, history=history):
-            text = cand.text()
-            hits = self.matcher.find(text)
-            if not hits:
-                continue
-            headers = record_headers(text, year)
-            lookback = _memo(cand.lookback)
-            # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
-            # finding: the likely causes of what this line reports.
-            events = cause_finder.events(cand, text, lookback, headers[0].pid)
-
-            def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
-                # the burst a `nearby:` rule looks at
-                return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
-
-            found: list[Finding] = []
-            for hit in hits:
-                header = header_for(headers, hit.start)
-                ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
-                if hit.form == "generic" and not generic.keeps(ctx, text, cand.line_no, cand.offset, header):
-                    continue  # the graph engine's own failure, not LLM-DataDist's
-                if hit.value != GENERIC_FAILED:
-                    generic.note_specific(cand.line_no, cand.offset, header)
-                    cause_finder.note_finding(headers[0].pid, cand.line_no, cand.offset + len(cand.raw))
-                matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
-                rule, code = matched.rule, matched.code
-                before = causes(events, header, cand.line_no, hit.value)
-                when = clock.time_of(header, lookback)
-                clipped, code_text = _clip(text, hit.start), format_code(hit.value)
-                found.append(Finding(
-                    source=name, line=cand.line_no, timestamp=when.timestamp,
-                    code=code_text, name=code.name if code else None,
-                    api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
-                    recoverable=matched.recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
-                    text=clipped, form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
-                    in_cluster_results=hit.in_cluster_results, known=code is not None,
-                    generic=code.generic if code else False, references=rule.references,
-                    node=node, kind=layout.kind, device=layout.device,
-                    year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
-                    fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=bundle,
-                ))
+            self._seed(history, state.generic, state.cause_finder, year)
+        prefilter = self.prefilter
+        if unwrapper is not None:
+            if unwrapper.envelope.partial:
+                stream = cast(BinaryIO, Rejoined(stream, unwrapper.envelope.partial))
+            if unwrapper.literals:
+                prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
+                    self.matcher.literals + unwrapper.literals, self.prefilter_engine)
+                self._prefilters[unwrapper.name] = prefilter
+        for cand in scan_stream(stream, prefilter, counts, history=history):
+            if unwrapper is None:
+                text = cand.text()
+                if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
+                    text = clean(text)
+                found = list(self._line(state, cand, text, _memo(cand.lookback), None))
+            else:
+                found = self._records(state, cand, unwrapper)
             if len(found) > 1:
                 found.sort(key=_code_of)  # report order within a line: by code
             yield from found
@@ -191,6 +174,76 @@ class Engine:
             self._rule_memo[key] = matched
         return matched
 
+    def _records(self, state: _StreamState, cand: Candidate, unwrapper: Unwrapper) -> list[Finding]:
+        """Findings of an enveloped line: every record it holds, every line a record holds
+        (a collector may merge a traceback into one record), each its own context."""
+        def around() -> tuple[str, str]:
+            return decode(cand.raw_before(LOOKBACK_LINES)), decode(cand.raw_after(HISTORY_BYTES))
+        records = unwrapper.records(cand.text(), around)
+        done: list[tuple[str | None, str]] = []  # (pod, text) of the lines before, on this line
+        found: list[Finding] = []
+        for record in records:
+            for text in record.text.split("\n"):
+                if self.matcher.find(text):
+                    lookback = _memo(partial(_unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
+                    found.extend(self._line(state, cand, text, lookback, record))
+                done.append((record.pod, text))
+        return found
+
+    def _line(self, state: _StreamState, cand: Candidate, text: str, lookback: Callable[[], Lines],
+              record: Record | None) -> Iterator[Finding]:
+        """Findings of one line (or one record's line): its codes in their context."""
+        hits = self.matcher.find(text)
+        if not hits:
+            return
+        year, layout, generic = state.year, state.layout, state.generic
+        headers = record_headers(text, year)
+        pod = record.pod if record else None
+        pod = pod or layout.pod
+        if pod:
+            headers = [replace(h, pod=pod) for h in headers]
+        # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
+        # finding: the likely causes of what this line reports. Two pods are two processes.
+        process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+        events = state.cause_finder.events(cand, text, lookback, process)
+
+        def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
+            # the burst a `nearby:` rule looks at
+            return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
+
+        for hit in hits:
+            header = header_for(headers, hit.start)
+            ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
+            if hit.form == "generic" and not generic.keeps(ctx, text, cand.line_no, cand.offset, header):
+                continue  # the graph engine's own failure, not LLM-DataDist's
+            if hit.value != GENERIC_FAILED:
+                generic.note_specific(cand.line_no, cand.offset, header)
+                state.cause_finder.note_finding(process, cand.line_no, cand.offset + len(cand.raw))
+            matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+            rule, code = matched.rule, matched.code
+            before = causes(events, header, cand.line_no, hit.value)
+            when = state.clock.time_of(header, lookback, record)
+            clipped, code_text = _clip(text, hit.start), format_code(hit.value)
+            # The node: what the envelope names (a host), else the Ascend layout's (or --node),
+            # else the pod; a folder that only holds the log names a node only when no pod does.
+            node = (record.node if record else None) or (
+                (layout.node if layout.anchored else None) or self.node or pod if pod else layout.node or self.node)
+            yield Finding(
+                source=state.name, line=cand.line_no, timestamp=when.timestamp,
+                code=code_text, name=code.name if code else None,
+                api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
+                recoverable=matched.recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
+                text=clipped, form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
+                in_cluster_results=hit.in_cluster_results, known=code is not None,
+                generic=code.generic if code else False, references=rule.references,
+                node=node, kind=layout.kind, device=layout.device,
+                year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
+                fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=state.bundle,
+                pod=pod, container=(record.container if record else None) or layout.container,
+                stream=record.stream if record else None, envelope=state.envelope if record else None,
+                envelope_time=record.time if record else None, time_source=when.source,
+            )
+
     def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,
               year: YearHint | None) -> None:
         """Specific codes in the bytes before a parallel range, so that echoes and causes right
@@ -210,6 +263,77 @@ class Engine:
 
 def _code_of(f: Finding) -> str:
     return f.code
+
+
+@dataclass
+class _StreamState:
+    """What the engine keeps per stream while scanning it."""
+
+    name: str
+    layout: Layout
+    bundle: str | None
+    generic: GenericPolicy
+    cause_finder: CauseFinder
+    clock: StreamClock
+    year: YearHint | None
+    envelope: str | None = None
+
+
+def _unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
+                        done: tuple[tuple[str | None, str], ...]) -> Lines:
+    """The lines before a record, out of their envelopes: the physical lines before its line, then
+    the records before it on the same line; another pod's lines are left out."""
+    lines: list[tuple[int, str]] = []
+    for line_no, raw in cand.lookback():
+        for record in unwrapper.records(raw):
+            if not (pod and record.pod and record.pod != pod):
+                lines.extend((line_no, t) for t in record.text.split("\n"))
+    lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
+    return lines
+
+
+def peek(stream: Reader, size: int) -> tuple[bytes, BinaryIO]:
+    """The first `size` bytes of a stream (fewer at its end), and the stream read from its start."""
+    parts, have = [], 0
+    failure: BaseException | None = None
+    while have < size:
+        try:
+            piece = stream.read(size - have)
+        except READ_ERRORS as exc:  # raised again once the bytes before the break are scanned
+            failure = exc
+            break
+        if not piece:
+            break
+        parts.append(piece)
+        have += len(piece)
+    head = b"".join(parts)
+    return head, cast(BinaryIO, _Chained(head, stream, failure))
+
+
+class _Chained(io.RawIOBase):
+    """Bytes already read, then the rest of the stream (or the error that broke it)."""
+
+    def __init__(self, head: bytes, rest: Reader, failure: BaseException | None = None) -> None:
+        self.head, self.rest, self.failure = head, rest, failure
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.head:
+            if size is None or size < 0 or size >= len(self.head):
+                data, self.head = self.head, b""
+                return data
+            data, self.head = self.head[:size], self.head[size:]
+            return data
+        if self.failure is not None:
+            raise self.failure
+        return self.rest.read(-1 if size is None else size)
+
+
+def sort_key(f: Finding) -> tuple[str, int, str]:
+    """The order of findings in every report: by source, line, then code."""
+    return (f.source, f.line, f.code)
 
 
 def reason(exc: BaseException) -> str:

@@ -33,6 +33,7 @@ class Header:
     msg_start: int
     start: int = 0  # where this record starts in the line (flattened blocks hold several)
     yearless: bool = False  # the timestamp printed no year (vLLM, short glog): it was supplied
+    pod: str | None = None  # the pod an envelope names: records of two pods never share a thread
 
 
 # plog/device log and the llm_datadist Python logger share one grammar:

@@ -21,11 +21,16 @@ _Match = tuple[int, int, int, str]  # (code value, start, end, form)
 
 # Literals that every code form contains at least one of. Digits and `0x` are case-free except
 # the `x`, so `0x5010`/`0X5010` cover hex in any case.
-BASE_LITERALS = (b"0x5010", b"0X5010", b"134327", b"LLM_", b"4294967295",
+# `5010b0`/`5010B0` also cover xLLM's hex without `0x` (`ret = 5010b009`); `ffffffff` its LLM_FAILED.
+BASE_LITERALS = (b"5010b0", b"5010B0", b"134327", b"LLM_", b"4294967295", b"ffffffff", b"FFFFFFFF",
                  # LLM_FAILED as int32 -1, only right after a code word's `=`, `:` or `is`.
                  b"= -1", b"=-1", b": -1", b":-1", b"is -1")
 
 _HEX = re.compile(r"(?<![0-9A-Za-z_])0[xX]5010[bB]0([0-9A-Fa-f]{2})(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![0-9A-Za-z_])")
+# xLLM prints results as eight hex digits without `0x` (`ret = 5010b009`, `k_ret: ffffffff`);
+# they count only in a code context, like decimals.
+_BARE_HEX = re.compile(r"(?<![0-9A-Za-z_])5010[bB]0([0-9A-Fa-f]{2})(?![0-9A-Za-z_])")
+_BARE_FAILED = re.compile(r"(?<![0-9A-Za-z_])(?:ffffffff|FFFFFFFF)(?![0-9A-Za-z_])")
 _DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(134327\d{4})(?![0-9]|\.\d)")
 _FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(?:4294967295|-1)(?![0-9]|\.\d)")
 _NAME = re.compile(r"(?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_])")
@@ -80,12 +85,16 @@ class CodeMatcher:
         if "0x5010" in line or "0X5010" in line:
             for m in _HEX.finditer(line):
                 yield 0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex"
+        if "5010b0" in line or "5010B0" in line:
+            for m in _BARE_HEX.finditer(line):
+                if _has_code_context(line, m.start()):
+                    yield 0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex"
         if "134327" in line:
             yield from self._decimals(line)
         if "LLM_" in line:
             yield from self._names(line)
         yield from self._texts(line)
-        if "4294967295" in line or "-1" in line:
+        if "4294967295" in line or "-1" in line or "ffffffff" in line or "FFFFFFFF" in line:
             yield from _generic_failed(line)
 
     def _decimals(self, line: str) -> Iterator[_Match]:
@@ -112,10 +121,11 @@ class CodeMatcher:
 
 def _generic_failed(line: str) -> Iterator[_Match]:
     """The first LLM_FAILED number (4294967295 or -1) that follows a code word."""
-    for m in _FAILED_DECIMAL.finditer(line):
-        if _has_code_context(line, m.start()):
-            yield GENERIC_FAILED, m.start(), m.end(), "generic"
-            return
+    for pattern in (_FAILED_DECIMAL, _BARE_FAILED):
+        for m in pattern.finditer(line):
+            if _has_code_context(line, m.start()):
+                yield GENERIC_FAILED, m.start(), m.end(), "generic"
+                return
 
 
 def _has_code_context(line: str, start: int) -> bool:

@@ -51,6 +51,12 @@ class Finding(NamedTuple):
     time_hint: str | None = None  # internal: a timestamp-less line's time, from the record before it
     fingerprint: str = ""  # code + API + rule + masked message template (analyzer.fingerprint)
     bundle: str | None = None  # the top-level input (archive, node folder, file) it came from
+    pod: str | None = None  # from the envelope, a `kubectl --prefix` or the /var/log/pods/ path
+    container: str | None = None
+    stream: str | None = None  # stdout | stderr, from the envelope
+    envelope: str | None = None  # the envelope the line came in (analyzer/data/envelopes.yaml)
+    envelope_time: str | None = None  # the envelope's own time (ISO 8601, its offset kept)
+    time_source: str | None = None  # where `timestamp` came from: line | envelope (None: no time)
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -58,6 +64,7 @@ class Finding(NamedTuple):
             "source": self.source,
             "line": self.line,
             "timestamp": self.timestamp,
+            "time_source": self.time_source,
             "inferred_time": self.time_hint,
             "code": self.code,
             "name": self.name,
@@ -75,6 +82,11 @@ class Finding(NamedTuple):
             "in_cluster_results": self.in_cluster_results,
             "bundle": self.bundle,
             "node": self.node,
+            "pod": self.pod,
+            "container": self.container,
+            "stream": self.stream,
+            "envelope": self.envelope,
+            "envelope_time": self.envelope_time,
             "kind": self.kind,
             "device": self.device,
             "pid": self.pid,

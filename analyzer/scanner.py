@@ -52,6 +52,12 @@ class Candidate:
     def text(self) -> str:
         return decode(self.raw)
 
+    def raw_after(self, limit: int) -> bytes:
+        """Up to `limit` undecoded bytes after this line, as far as the block read so far holds
+        them (a record that spans lines, such as a pretty-printed JSON object)."""
+        begin = self._start + len(self.raw) + 1
+        return self._buf[begin:begin + limit]
+
     def raw_since(self, offset: int) -> bytes | None:
         """The undecoded bytes from stream offset `offset` up to this line, when still held."""
         begin = self._start - (self.offset - offset)

@@ -10,38 +10,82 @@ then the time window is applied.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
 from .logline import Header, parse_header
 from .records import Finding
 
 if TYPE_CHECKING:
+    from .envelopes import Record
     from .inputs import YearHint
 
 Earlier = Sequence[tuple[int, str]]  # (line number, text) of the lines before a hit, oldest first
 
 
+_OFFSET = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
+ZONE_STEP = 900  # zone offsets are whole quarter hours
+ZONE_SLACK = 300  # how far a line's own stamp may be from its envelope's and still tell its zone
+
+
 def parse_ts(ts: str | None) -> datetime | None:
-    """An ISO timestamp as a datetime; None when there is none or it does not parse."""
+    """An ISO timestamp as a naive datetime, converted to UTC when it carries an offset or `Z`;
+    None when there is none or it does not parse."""
     if not ts:
         return None
     try:
-        return datetime.fromisoformat(ts)
+        when = datetime.fromisoformat(ts)
     except ValueError:
         return None
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
+def parse_tz(text: str) -> tzinfo:
+    """A zone for --tz: `UTC`, `Z`, `+08:00`, `-0530`, or an IANA name (`Asia/Shanghai`)."""
+    value = text.strip()
+    if value.upper() in ("Z", "UTC", "GMT"):
+        return UTC
+    m = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d\d?):?(\d\d)?", value, re.IGNORECASE)
+    if m:
+        minutes = int(m.group(2)) * 60 + int(m.group(3) or 0)
+        if minutes > 14 * 60:
+            raise ValueError(f"{text!r}: offset beyond 14 hours")
+        return timezone(timedelta(minutes=minutes if m.group(1) == "+" else -minutes))
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+    try:
+        return ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{text!r} is not a zone like UTC, +08:00 or Asia/Shanghai") from None
+
+
+def window_bound(when: datetime | None, tz: tzinfo | None) -> datetime | None:
+    """A --since/--until bound as findings are compared: a bound with an offset, or in --tz,
+    becomes naive UTC; one without either is compared as written."""
+    if when is None:
+        return None
+    if when.tzinfo is None and tz is not None:
+        when = when.replace(tzinfo=tz)
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
+def utc_text(when: datetime, fraction: bool) -> str:
+    """`2025-11-11T19:40:05.101002Z`: naive UTC as printed in reports, the precision kept."""
+    return when.strftime("%Y-%m-%dT%H:%M:%S" + (".%f" if fraction else "")) + "Z"
 
 
 @dataclass(frozen=True, slots=True)
 class FindingTime:
     """The time fields of one finding."""
 
-    timestamp: str | None  # the record's own stamp (its year supplied when it printed none)
+    timestamp: str | None  # the record's own stamp (its year supplied when it printed none), else
+    # its envelope's; in UTC (`...Z`) whenever its zone is known
     time_hint: str | None  # a stamp-less line's time, from the record before it
     year_guessed: bool  # the year of either came from an mtime guess
+    source: str | None = None  # line | envelope: where `timestamp` came from
 
 
 class Rollover:
@@ -62,25 +106,96 @@ class Rollover:
 class StreamClock:
     """The times of one stream's findings, in the order they are found."""
 
-    def __init__(self, year: YearHint | None, year_guessed: bool = False) -> None:
+    def __init__(self, year: YearHint | None, year_guessed: bool = False, tz: tzinfo | None = None) -> None:
         self.year = year
         self.year_guessed = year_guessed
+        self.tz = tz  # --tz: the zone of zone-less stamps
+        self.offsets: dict[str | None, timedelta] = {}  # per pod: the zone its envelope told
         # A known year (file name, --year) is the year the log starts in: a year-less stamp that
         # jumps back from December to January has crossed into the next one. (A year guessed
         # from an mtime is the year it ends in; YearHint handles that side.)
         self.roll = Rollover() if year is not None and year.rolls else None
 
-    def time_of(self, header: Header, earlier: Callable[[], Earlier]) -> FindingTime:
+    def time_of(self, header: Header, earlier: Callable[[], Earlier], record: Record | None = None) -> FindingTime:
         """The time of a hit in the record `header`; `earlier` gives the lines before it (called
-        only when the record has no timestamp of its own)."""
-        hint, hint_guessed = (None, False) if header.timestamp else time_before(earlier(), header, self.year)
+        only when the record has no timestamp of its own); `record` is the envelope it came in.
+
+        The line's own stamp comes first, else its envelope's. A zone-less stamp takes the zone
+        its envelope tells (an envelope time with an offset that is the same moment give or take
+        ZONE_SLACK), else --tz; with neither it stays as printed."""
+        envelope = _envelope_time(record.time if record else None, self.tz)
+        key = record.pod if record else None
         stamp = header.timestamp
-        if self.roll is not None and header.yearless and stamp:
+        # a year-less stamp takes its year from an envelope time that prints one
+        from_envelope = envelope is not None and header.yearless and stamp is not None and not (
+            record and record.yearless)
+        if from_envelope and stamp and envelope is not None:
+            stamp = _year_near(stamp, envelope[0])
+        hint, hint_guessed = (None, False) if stamp or envelope else time_before(earlier(), header, self.year)
+        if self.roll is not None and header.yearless and stamp and not from_envelope:
             stamp = self.roll.adjust(stamp)
         elif self.roll is not None and hint_guessed and hint:
             hint = self.roll.adjust(hint)
-        guessed = self.year_guessed and bool((header.yearless and stamp) or (hint and hint_guessed))
-        return FindingTime(stamp, hint, guessed)
+        guessed = self.year_guessed and bool((header.yearless and stamp and not from_envelope) or
+                                             (hint and hint_guessed))
+        if stamp:
+            return FindingTime(self._zoned(stamp, envelope, key), None, guessed, "line")
+        if envelope is not None:
+            when, aware, fraction = envelope
+            return FindingTime(utc_text(when, fraction) if aware else _naive_text(when, fraction), None, False,
+                               "envelope")
+        return FindingTime(None, self._zoned(hint, None, key) if hint else None, guessed)
+
+    def _zoned(self, stamp: str, envelope: tuple[datetime, bool, bool] | None, key: str | None) -> str:
+        """A line's stamp in UTC when its zone is known (its own offset, its envelope, --tz)."""
+        fraction = "." in stamp[19:]
+        if _OFFSET.search(stamp):
+            when = parse_ts(stamp)
+            return utc_text(when, fraction) if when else stamp
+        local = parse_ts(stamp)
+        if local is None:
+            return stamp
+        if envelope is not None and envelope[1]:
+            drift = (local - envelope[0]).total_seconds()
+            step = round(drift / ZONE_STEP) * ZONE_STEP
+            if abs(drift - step) <= ZONE_SLACK and abs(step) <= 14 * 3600:
+                self.offsets[key] = timedelta(seconds=step)
+        offset = self.offsets.get(key)
+        if offset is not None:
+            return utc_text(local - offset, fraction)
+        if self.tz is not None:
+            return utc_text(local.replace(tzinfo=self.tz).astimezone(UTC).replace(tzinfo=None), fraction)
+        return stamp
+
+
+def _envelope_time(text: str | None, tz: tzinfo | None) -> tuple[datetime, bool, bool] | None:
+    """(naive time, whether it is UTC, whether it printed a fraction) of an envelope's time."""
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None and tz is not None:
+        when = when.replace(tzinfo=tz)
+    if when.tzinfo is None:
+        return when, False, "." in text
+    return when.astimezone(UTC).replace(tzinfo=None), True, "." in text
+
+
+def _naive_text(when: datetime, fraction: bool) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S" + (".%f" if fraction else ""))
+
+
+def _year_near(stamp: str, reference: datetime) -> str:
+    """A year-less stamp (its year supplied or guessed) moved to the year nearest its envelope's
+    time, which prints one."""
+    options = []
+    for year in (reference.year - 1, reference.year, reference.year + 1):
+        when = parse_ts(f"{year:04d}{stamp[4:]}")
+        if when is not None:
+            options.append((abs((when - reference).total_seconds()), year))
+    return f"{min(options)[1]:04d}{stamp[4:]}" if options else stamp
 
 
 def time_before(earlier: Earlier, header: Header, year: YearHint | None) -> tuple[str | None, bool]:

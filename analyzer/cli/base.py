@@ -5,8 +5,9 @@ Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule or input e
 
 from __future__ import annotations
 
+import re
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -52,8 +53,9 @@ def cli(ctx: click.Context, config_file: Path | None) -> None:
 
 
 class When(click.ParamType):
-    """A point in time: `2025-11-12`, `2025-11-12 03:40`, `2025-11-12T03:40:05.123`. As an end
-    (`--until`) it is inclusive to the precision given: `--until 2025-11-12` is the whole day."""
+    """A point in time: `2025-11-12`, `2025-11-12 03:40`, `2025-11-12T03:40:05.123`, with an
+    optional offset (`+08:00`, `Z`). As an end (`--until`) it is inclusive to the precision given:
+    `--until 2025-11-12` is the whole day."""
 
     name = "TIME"
 
@@ -68,14 +70,30 @@ class When(click.ParamType):
             when = datetime.fromisoformat(text)
         except ValueError:
             self.fail(f"{value!r} is not a date/time like 2025-11-12 or 2025-11-12T03:40:05", param, ctx)
-        when = when.replace(tzinfo=None)  # log timestamps carry no zone: the logs' own local time
+        # An offset is kept: the bound is compared in UTC (timepolicy.window_bound).
         if self.end:
-            clock = text[10:].lstrip("T ").split("+")[0].split("Z")[0]
+            clock = re.sub(r"(?:Z|[+-]\d\d(?::?\d\d)?)$", "", text[10:].lstrip("T "))
             step = {0: timedelta(days=1), 2: timedelta(hours=1), 5: timedelta(minutes=1),
                     8: timedelta(seconds=1)}.get(len(clock))
             if step:
                 when += step - timedelta(microseconds=1)
         return when
+
+
+class Zone(click.ParamType):
+    """A time zone: `UTC`, `+08:00`, `-0530` or an IANA name such as `Asia/Shanghai`."""
+
+    name = "ZONE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tzinfo):
+            return value
+        from ..timepolicy import parse_tz
+
+        try:
+            return parse_tz(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class Size(click.ParamType):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -24,6 +24,7 @@ from .base import (
     MISSING,
     Size,
     When,
+    Zone,
     cli,
     fail,
     load_rules,
@@ -50,6 +51,9 @@ from .outputs import Output, resolve_outputs
 @click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly.")
 @click.option("--since", type=When(), help="Only findings at or after this time.")
 @click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision).")
+@click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
+              help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
+                   "in UTC. Default: an envelope's zone when it tells one, else as printed.")
 @click.option("--year", type=click.IntRange(1970, 2999), default=None,
               help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
@@ -73,7 +77,8 @@ from .outputs import Output, resolve_outputs
               help="YAML list of known errors to hide (rule, code or fingerprint; reason; optional expires).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
-         exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None, year: int | None,
+         exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
+         tz: tzinfo | None, year: int | None,
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, node: str | None,
          strict: bool, quiet: bool, allow_empty: bool, baseline: str | None, write_baseline: str | None,
          suppressions: str | None,
@@ -86,8 +91,10 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     from ..inputs import Limits, default_paths
     from ..parallel import cpu_count
     from ..progress import Progress, ProgressBar
+    from ..timepolicy import window_bound
 
-    if since and until and since > until:
+    low, high = window_bound(since, tz), window_bound(until, tz)
+    if low and high and low > high:
         fail("--since is later than --until")
     reports = resolve_outputs(fmt, outputs)
     files = tuple(r.path for r in reports if r.path != "-") + tuple(
@@ -95,7 +102,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     try:
         targets = list(paths) or default_paths()
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
-                          selection=_selection(include, exclude, hidden), since=since, until=until, year=year,
+                          selection=_selection(include, exclude, hidden), since=since, until=until, year=year, tz=tz,
                           not_these=files, node=node or None)
         show_bar = not quiet and sys.stderr.isatty()
         analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),

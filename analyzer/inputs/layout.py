@@ -20,6 +20,9 @@ _DEVICE_DIR = re.compile(r"(?i)^device-(\d+)$")
 _PLOG_FILE = re.compile(r"(?i)^plog-(\d+)_\d+")
 _DEVICE_FILE = re.compile(r"(?i)^device-(\d+)_\d+")
 # System folders that sit above a local ~/ascend/log and say nothing about the node.
+_POD_DIR = re.compile(r"^(?P<ns>[a-z0-9][-a-z0-9.]*)_(?P<pod>[a-z0-9][-a-z0-9.]*)_(?P<uid>[0-9a-f-]{8,})$")
+_CONTAINER_LOG = re.compile(r"^(?P<pod>[a-z0-9][-a-z0-9.]*)_(?P<ns>[a-z0-9][-a-z0-9.]*)_(?P<c>[a-z0-9][-a-z0-9]*)"
+                            r"-[0-9a-f]{64}\.log")
 _NOT_A_NODE = {"..", "~", "log", "logs", "root", "home", "var", "tmp", "opt", "usr", "data", "mnt", "srv"}
 
 
@@ -31,6 +34,9 @@ class Layout:
     kind: str  # host | device | application
     device: str | None
     pid: str | None
+    anchored: bool = False  # the node is named by the Ascend layout or a bundle, not only the folder
+    pod: str | None = None  # Kubernetes: /var/log/pods/<ns>_<pod>_<uid>/<container>/,
+    container: str | None = None  # /var/log/containers/<pod>_<ns>_<container>-<id>.log
 
 
 def _parts(name: str) -> list[str]:
@@ -82,4 +88,18 @@ def layout_of(name: str) -> Layout:
             continue
         node = folders[i]
         break
-    return Layout(node or user, kind, device, pid)
+    pod, container = _kubernetes(folders, base)
+    return Layout(node or user, kind, device, pid, anchored=anchor < len(folders) and node is not None,
+                  pod=pod, container=container)
+
+
+def _kubernetes(folders: list[str], base: str) -> tuple[str | None, str | None]:
+    """(pod, container) named by a kubelet log path, else (None, None)."""
+    for i, folder in enumerate(folders):
+        m = _POD_DIR.match(folder)
+        if m and i > 0 and folders[i - 1] == "pods":
+            return m.group("pod"), folders[i + 1] if i + 1 < len(folders) else None
+    m = _CONTAINER_LOG.match(base)
+    if m and folders and folders[-1] == "containers":
+        return m.group("pod"), m.group("c")
+    return None, None

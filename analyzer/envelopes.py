@@ -1,0 +1,407 @@
+"""Envelopes: what a log collector wrapped around each line, recognised and taken off.
+
+Stage: scan (unwrapping). Kubernetes, Docker, syslog, journald and log pipelines hand over lines
+wrapped in their own envelope (`rules/envelopes.yaml`, one entry per collector). `EnvelopeTable.detect`
+looks at the first lines of a stream, once; `Unwrapper.records` then turns one physical line (a
+candidate of the scanner, or a line looked back at) into the records it holds, each with its
+inner, clean text (no envelope, escapes or colour) and the envelope's own time, stream and
+pod/container/node. Plain logs never get here: only `clean` (colour) touches them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from .catalog import read_yaml
+from .errors import RuleError
+from .logline import Year
+
+SHAPES = ("line", "json", "prefix-json", "search", "csv", "terminal")
+TIME_FORMATS = ("rfc3339", "epoch", "epoch-us", "syslog", "kibana")
+PARTIALS = ("cri", "docker", "journald")
+ROLES = ("message", "time", "stream", "pod", "container", "node", "namespace", "partial")
+DETECT_LINES = 8  # non-empty lines of a stream's head that detection looks at
+HEAD_BYTES = 64 << 10
+
+# ANSI: CSI sequences (colour, cursor), OSC titles, and lone two-byte escapes.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_RSYSLOG = re.compile(r"#([0-3][0-7]{2})")
+_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                       "Nov", "Dec"), 1)}
+_KIBANA = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) @ (\d\d:\d\d:\d\d)(?:\.(\d+))?")
+_SYSLOG_TIME = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d)")
+_SOURCE = re.compile(r'"_source"\s*:\s*\{')
+_PRETTY_FIELD = re.compile(r'\s*"(?P<key>[^"\\]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*")\s*,?\s*$')
+
+
+def clean(text: str, escapes: str | None = None) -> str:
+    """The text without colour and control escapes: rsyslog `#ooo` escapes decoded first (when the
+    envelope uses them), then ANSI sequences and carriage returns removed."""
+    if escapes == "rsyslog" and "#" in text:
+        text = _RSYSLOG.sub(lambda m: chr(int(m.group(1), 8)), text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record taken out of its envelope."""
+
+    text: str  # the line the program wrote (several lines when a collector merged them), clean
+    time: str | None = None  # the envelope's own time, ISO 8601, with its offset when it has one
+    stream: str | None = None  # stdout | stderr
+    pod: str | None = None
+    container: str | None = None
+    node: str | None = None
+    namespace: str | None = None
+    partial: bool = False  # a part of a line the runtime cut (CRI `P`, Docker without `\n`)
+    yearless: bool = False  # the envelope's time printed no year (traditional syslog): it was supplied
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One row of the table."""
+
+    name: str
+    shape: str
+    detect: re.Pattern[str]
+    detect_head: bool = False
+    pattern: re.Pattern[str] | None = None
+    fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    time: str = "rfc3339"
+    partial: str | None = None
+    escapes: str | None = None
+    literals: tuple[bytes, ...] = ()
+    examples: tuple[dict[str, str], ...] = ()
+
+
+class EnvelopeTable:
+    """The envelopes, in table order (earlier rows win ties)."""
+
+    def __init__(self, envelopes: list[Envelope], origin: str = "") -> None:
+        self.envelopes = envelopes
+        self.origin = origin
+
+    @classmethod
+    def load(cls, path: Path) -> EnvelopeTable:
+        """Read and validate envelopes.yaml; every problem is a RuleError naming file and entry."""
+        data = read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("envelopes"), list):
+            raise RuleError(f"{path}: expected a mapping with an `envelopes` list")
+        out, seen = [], set()
+        for i, raw in enumerate(data["envelopes"]):
+            env = _parse(raw, f"{path}: envelope #{i + 1}")
+            if env.name in seen:
+                raise RuleError(f"{path}: envelope {env.name}: defined twice")
+            seen.add(env.name)
+            out.append(env)
+        return cls(out, str(path))
+
+    def get(self, name: str) -> Envelope | None:
+        return next((e for e in self.envelopes if e.name == name), None)
+
+    def detect(self, head: bytes, year: Year = None) -> Unwrapper | None:
+        """The envelope of a stream from its first bytes (content only, never its name)."""
+        text = head.decode("utf-8", errors="replace").lstrip("\ufeff\x00")
+        lines = [ln for ln in text.split("\n")[:DETECT_LINES * 4] if ln.strip()][:DETECT_LINES]
+        if not lines:
+            return None
+        best: tuple[int, Envelope] | None = None
+        for env in self.envelopes:
+            if env.detect_head:
+                if env.detect.match(text.lstrip()):
+                    return Unwrapper(env, lines[0], year)
+                continue
+            count = sum(1 for ln in lines if env.detect.match(ln))
+            if count and count * 2 >= len(lines) and (best is None or count > best[0]):
+                best = (count, env)
+        return Unwrapper(best[1], lines[0], year) if best else None
+
+
+class Unwrapper:
+    """One stream's envelope, with what it learnt from the head (a CSV's columns, the year)."""
+
+    def __init__(self, envelope: Envelope, first_line: str, year: Year = None) -> None:
+        self.envelope = envelope
+        self.year = year
+        self.columns: dict[str, int] = {}
+        self.header_row = ""
+        if envelope.shape == "csv":
+            self.header_row = first_line.rstrip("\r")
+            names = next(csv.reader([self.header_row]), [])
+            self.columns = {n.strip(): i for i, n in enumerate(names)}
+        self.literals = envelope.literals
+
+    @property
+    def name(self) -> str:
+        return self.envelope.name
+
+    def records(self, line: str, around: Callable[[], tuple[str, str]] | None = None) -> list[Record]:
+        """The records one physical line holds (none for a line of pure envelope structure, such
+        as a pretty `_search` response's braces). `around` gives the text just before and after
+        the line, for shapes whose record spans lines (pretty JSON)."""
+        env = self.envelope
+        shape = env.shape
+        if shape == "terminal":
+            return [Record(clean(line))]
+        if shape == "line":
+            return [self._line(line)]
+        if shape == "json":
+            obj = _json_object(line)
+            if obj is None:
+                return [Record(_loose_message(line, env.fields.get("message", ())))]
+            return [self._from_object(obj)]
+        if shape == "prefix-json":
+            return [self._prefix_json(line)]
+        if shape == "search":
+            return self._search(line, around)
+        return [self._csv(line)]
+
+    # -- shapes ------------------------------------------------------------------------------
+    def _line(self, line: str) -> Record:
+        env = self.envelope
+        assert env.pattern is not None
+        m = env.pattern.match(line)
+        if m is None:  # a stray line (kubectl's own warning, a banner): the line itself
+            return Record(clean(line, env.escapes))
+        groups = m.groupdict()
+        return Record(clean(line[m.end():], env.escapes), self._time(groups.get("time")), groups.get("stream"),
+                      groups.get("pod"), groups.get("container"), groups.get("node"), groups.get("namespace"),
+                      groups.get("partial") == "P", env.time == "syslog")
+
+    def _prefix_json(self, line: str) -> Record:
+        env = self.envelope
+        assert env.pattern is not None
+        m = env.pattern.match(line)
+        obj = _json_object(line, m.end()) if m else None
+        if m is None or obj is None:
+            return Record(_loose_message(line, env.fields.get("message", ())))
+        rec = self._from_object(obj)
+        return _replace(rec, time=self._time(m.group("time")) or rec.time)
+
+    def _from_object(self, obj: dict[str, Any]) -> Record:
+        get = self._getter(obj)
+        message = get("message")
+        if isinstance(message, list):  # journald: a byte array when it holds control bytes
+            message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", errors="replace")
+        text = clean(str(message if message is not None else "").removesuffix("\n"), self.envelope.escapes)
+        partial = get("partial")
+        if self.envelope.partial == "docker":
+            partial_flag = isinstance(message, str) and not message.endswith("\n")
+        else:
+            partial_flag = str(partial).lower() in ("true", "p", "1")
+        return Record(text, self._time(get("time")), _str(get("stream")), _str(get("pod")), _str(get("container")),
+                      _str(get("node")), _str(get("namespace")), partial_flag)
+
+    def _search(self, line: str, around: Callable[[], tuple[str, str]] | None) -> list[Record]:
+        """An Elasticsearch `_search` response: every `_source` on a one-line response is its own
+        record; in a pretty one, the field line holding the message gets the rest of its record
+        from the lines around it."""
+        starts = [m.end() - 1 for m in _SOURCE.finditer(line)]
+        records = []
+        for start in starts:
+            obj = _json_object(line, start)
+            if obj is not None:
+                rec = self._from_object(obj)
+                if rec.text or self._getter(obj)("message") is not None:
+                    records.append(rec)
+        if records or starts:
+            return records
+        m = _PRETTY_FIELD.match(line)
+        if m is None or m.group("key") not in self.envelope.fields.get("message", ()):
+            return []
+        text = clean(_json_string(m.group("value")), self.envelope.escapes)
+        if around is not None:
+            before, after = around()
+            found = list(_SOURCE.finditer(before))
+            if found:
+                whole = before + line + "\n" + after
+                obj = _json_object(whole, found[-1].end() - 1)
+                if obj is not None:
+                    return [_replace(self._from_object(obj), text=text)]
+        return [Record(text)]
+
+    def _csv(self, line: str) -> Record:
+        if line.rstrip("\r") == self.header_row:
+            return Record("")
+        row = next(csv.reader([line.rstrip("\r")]), [])
+
+        def get(role: str) -> str | None:
+            for name in self.envelope.fields.get(role, ()):
+                i = self.columns.get(name)
+                if i is not None and i < len(row):
+                    return row[i]
+            return None
+        message = get("message")
+        if message is None:
+            return Record(clean(line))
+        return Record(clean(message), self._time(get("time")), get("stream"), get("pod"), get("container"),
+                      get("node"), get("namespace"))
+
+    # -- fields --------------------------------------------------------------------------------
+    def _getter(self, obj: dict[str, Any]) -> Callable[[str], Any]:
+        def get(role: str) -> Any:
+            for path in self.envelope.fields.get(role, ()):
+                value = _path(obj, path)
+                if value is not None:
+                    return value
+            return None
+        return get
+
+    def _time(self, raw: object) -> str | None:
+        if raw is None or raw == "":
+            return None
+        return envelope_time(str(raw), self.envelope.time, self.year)
+
+
+def envelope_time(raw: str, fmt: str, year: Year = None) -> str | None:
+    """An envelope's time as ISO 8601: with its offset when it has one (`+00:00` for epoch
+    values), without when it is written without (syslog, Kibana). None when it does not parse."""
+    try:
+        if fmt == "rfc3339":
+            m = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$", raw.strip())
+            if not m:
+                return None
+            frac = f".{m.group(3)[:6].ljust(6, '0')}" if m.group(3) else ""
+            zone = m.group(4)
+            zone = "+00:00" if zone == "Z" else (zone if not zone or ":" in zone else f"{zone[:3]}:{zone[3:]}")
+            return datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{frac}{zone or ''}").isoformat()
+        if fmt in ("epoch", "epoch-us"):
+            whole, _, frac = raw.strip().partition(".")
+            if fmt == "epoch-us":
+                seconds, micros = divmod(int(whole), 1_000_000)
+            else:
+                seconds, micros = int(whole), int(frac[:6].ljust(6, "0")) if frac else 0
+            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=micros)).isoformat()
+        if fmt == "kibana":
+            m = _KIBANA.match(raw.strip())
+            if not m:
+                return envelope_time(raw, "rfc3339")
+            frac = f".{m.group(5)[:6].ljust(6, '0')}" if m.group(5) else ""
+            return f"{m.group(3)}-{_MONTHS[m.group(1)]:02d}-{int(m.group(2)):02d}T{m.group(4)}{frac}"
+        if fmt == "syslog":
+            m = _SYSLOG_TIME.match(raw.strip())
+            if not m or m.group(1) not in _MONTHS:
+                return None
+            month_day = f"{_MONTHS[m.group(1)]:02d}-{int(m.group(2)):02d}"
+            y = year if year is None or isinstance(year, int) else year.for_stamp(month_day)
+            return f"{y:04d}-{month_day}T{m.group(3)}" if y else None
+    except (ValueError, OverflowError, KeyError):
+        return None
+    return None
+
+
+def _parse(raw: object, where: str) -> Envelope:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise RuleError(f"{where}: must be a mapping with a `name`")
+    where = f"{where.rsplit(':', 1)[0]}: envelope {raw['name']}"
+    known = {"name", "shape", "detect", "detect_head", "pattern", "fields", "time", "partial", "escapes",
+             "literals", "examples"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
+    shape = raw.get("shape")
+    if shape not in SHAPES:
+        raise RuleError(f"{where}: shape must be one of {', '.join(SHAPES)}, got {shape!r}")
+    if raw.get("time", "rfc3339") not in TIME_FORMATS:
+        raise RuleError(f"{where}: time must be one of {', '.join(TIME_FORMATS)}")
+    if raw.get("partial") not in (None, *PARTIALS):
+        raise RuleError(f"{where}: partial must be one of {', '.join(PARTIALS)}")
+    if raw.get("escapes") not in (None, "rsyslog"):
+        raise RuleError(f"{where}: escapes must be rsyslog")
+
+    def regex(key: str) -> re.Pattern[str] | None:
+        if raw.get(key) is None:
+            return None
+        try:
+            return re.compile(str(raw[key]))
+        except re.error as exc:
+            raise RuleError(f"{where}: {key}: invalid regular expression: {exc}") from None
+    detect, pattern = regex("detect"), regex("pattern")
+    if detect is None:
+        raise RuleError(f"{where}: `detect` is required")
+    if shape in ("line", "prefix-json") and pattern is None:
+        raise RuleError(f"{where}: shape {shape} needs a `pattern`")
+    fields = raw.get("fields") or {}
+    if not isinstance(fields, dict) or set(fields) - set(ROLES):
+        raise RuleError(f"{where}: fields: roles are {', '.join(ROLES)}")
+    if shape in ("json", "prefix-json", "search", "csv") and "message" not in fields:
+        raise RuleError(f"{where}: shape {shape} needs fields.message")
+    examples = raw.get("examples") or []
+    if not isinstance(examples, list) or not examples or not all(
+            isinstance(e, dict) and isinstance(e.get("wrapped"), str) and isinstance(e.get("inner"), str)
+            for e in examples):
+        raise RuleError(f"{where}: needs `examples`, each with `wrapped` and `inner`")
+    return Envelope(
+        name=raw["name"], shape=shape, detect=detect, detect_head=bool(raw.get("detect_head")), pattern=pattern,
+        fields={k: tuple(str(v).split("|")) for k, v in fields.items()}, time=raw.get("time", "rfc3339"),
+        partial=raw.get("partial"), escapes=raw.get("escapes"),
+        literals=tuple(str(x).encode() for x in raw.get("literals") or ()),
+        examples=tuple({k: str(v) for k, v in e.items()} for e in examples),
+    )
+
+
+def _json_object(text: str, start: int | None = None) -> dict[str, Any] | None:
+    """The JSON object starting at `start` (default: the first `{`), or None."""
+    if start is None:
+        start = text.find("{")
+        if start == -1:
+            return None
+    try:
+        obj, _ = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+_DECODER = json.JSONDecoder(strict=False)
+
+
+def _json_string(quoted: str) -> str:
+    try:
+        value = _DECODER.decode(quoted)
+    except ValueError:
+        return quoted.strip('"')
+    return value if isinstance(value, str) else str(value)
+
+
+def _loose_message(line: str, keys: Sequence[str]) -> str:
+    """The message of a JSON line that does not parse (cut short): the string value of its
+    message key, unescaped as far as it goes."""
+    for key in keys:
+        m = re.search(r'"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)', line)
+        if m:
+            body = m.group(1)
+            if body.endswith("\\") and not body.endswith("\\\\"):
+                body = body[:-1]
+            return clean(_json_string('"' + body + '"').removesuffix("\n"))
+    return clean(line)
+
+
+def _path(obj: Any, path: str) -> Any:
+    """A dotted path into nested mappings; a key that itself holds dots is tried first."""
+    if isinstance(obj, dict) and path in obj:
+        return obj[path]
+    head, dot, rest = path.partition(".")
+    if dot and isinstance(obj, dict) and head in obj:
+        return _path(obj[head], rest)
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _replace(rec: Record, **changes: Any) -> Record:
+    from dataclasses import replace
+    return replace(rec, **changes)

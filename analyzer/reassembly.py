@@ -1,0 +1,154 @@
+"""Reassembly: a line the container runtime cut in parts is joined again before it is scanned.
+
+Stage: scan (before the scanner). Docker and containerd cut a line longer than 16 KiB into
+parts: CRI marks each part but the last with the tag `P`, Docker json-file leaves the final `\\n`
+out of a part's `log`, the journald driver sets `CONTAINER_PARTIAL_MESSAGE=true`. A code cut in
+two is found in neither part, so `Rejoined` rewrites the stream: the first physical line of a
+logical line gets the whole message (its envelope, time and all), the later parts keep their
+envelope with an empty message. Line numbers stay physical, so a finding is reported at the line
+where its logical line starts. Blocks without a partial marker pass through untouched.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import Any, BinaryIO
+
+BLOCK = 1 << 20
+MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
+
+_CRI = re.compile(rb"^(\S+ (?:stdout|stderr) )([PF])(?: |$)")
+_DOCKER_DONE = b'\\n","stream"'  # json-file writes `log`, `stream`, `time` in that order
+
+
+class Rejoined(io.RawIOBase):
+    """The bytes of `inner` with partial lines of the given kind (cri, docker, journald) joined."""
+
+    def __init__(self, inner: BinaryIO, kind: str) -> None:
+        self.inner, self.kind = inner, kind
+        self.carry = b""  # bytes not yet handed out: a partial group whose end is still to come
+        self.out = b""
+        self.eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.out and not self.eof:
+            self._fill()
+        n = min(len(buffer), len(self.out))
+        buffer[:n] = self.out[:n]
+        self.out = self.out[n:]
+        return n
+
+    def _fill(self) -> None:
+        chunk = self.inner.read(BLOCK)
+        if not chunk:
+            self.eof = True
+            self.out, self.carry = self._join(self.carry, final=True), b""
+            return
+        data = self.carry + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            self.carry = data
+            if len(data) > MAX_GROUP:
+                self.out, self.carry = data, b""
+            return
+        ready, self.carry = data[:cut], data[cut:]
+        if not self._has_partial(ready):
+            self.out = ready
+            return
+        # Keep an unfinished group (partials up to the block end) for the next block.
+        lines = ready.split(b"\n")[:-1]
+        keep = len(lines)
+        while keep > 0 and self._is_partial(lines[keep - 1]):
+            keep -= 1
+        if keep < len(lines) and len(ready) < MAX_GROUP:
+            tail = b"\n".join(lines[keep:]) + b"\n"
+            self.carry = tail + self.carry
+            lines = lines[:keep]
+        self.out = b"".join(line + b"\n" for line in self._join_lines(lines))
+
+    def _join(self, data: bytes, final: bool) -> bytes:
+        if not data:
+            return b""
+        lines = data.split(b"\n")
+        last = lines.pop()  # b"" when data ends with a newline
+        joined = b"".join(line + b"\n" for line in self._join_lines(lines))
+        if last:
+            joined += self._join_lines([last])[0] if final else last
+        return joined
+
+    # -- which lines are parts -------------------------------------------------------------
+    def _has_partial(self, block: bytes) -> bool:
+        if self.kind == "cri":
+            return any(m in block for m in (b" stdout P ", b" stderr P ", b" stdout P\n", b" stderr P\n"))
+        if self.kind == "journald":
+            return b"CONTAINER_PARTIAL_MESSAGE" in block
+        return block.count(_DOCKER_DONE) < block.count(b"\n")
+
+    def _is_partial(self, line: bytes) -> bool:
+        if self.kind == "cri":
+            m = _CRI.match(line)
+            return m is not None and m.group(2) == b"P"
+        if self.kind == "journald":
+            return b"CONTAINER_PARTIAL_MESSAGE" in line and _journald_partial(_loads(line))
+        return line.startswith(b"{") and _DOCKER_DONE not in line and _loads(line) is not None
+
+    # -- joining ---------------------------------------------------------------------------
+    def _join_lines(self, lines: list[bytes]) -> list[bytes]:
+        out: list[bytes] = []
+        group: list[bytes] = []
+        for line in lines:
+            group.append(line)
+            if not self._is_partial(line):
+                out.extend(self._merge(group) if len(group) > 1 else group)
+                group = []
+        out.extend(group)  # parts whose last part never came: as they are
+        return out
+
+    def _merge(self, parts: list[bytes]) -> list[bytes]:
+        """One logical line from its parts, then a stub per later part (same line count)."""
+        if self.kind == "cri":
+            heads = [_CRI.match(p) for p in parts]
+            if not all(heads):
+                return parts
+            bodies = [p[m.end():] for p, m in zip(parts, heads, strict=True) if m]
+            first = heads[0]
+            assert first is not None
+            return [first.group(1) + b"F " + b"".join(bodies)] + [m.group(1) + b"F " for m in heads[1:] if m]
+        objs = [_loads(p) for p in parts]
+        if any(o is None for o in objs):
+            return parts
+        key = "log" if self.kind == "docker" else "MESSAGE"
+        texts = [_message(o.get(key)) for o in objs if o is not None]
+        whole = dict(objs[0] or {})
+        whole[key] = "".join(texts)
+        whole.pop("CONTAINER_PARTIAL_MESSAGE", None)
+        stubs = []
+        for o in objs[1:]:
+            stub = dict(o or {})
+            stub[key] = "\n" if self.kind == "docker" else ""
+            stub.pop("CONTAINER_PARTIAL_MESSAGE", None)
+            stubs.append(json.dumps(stub).encode())
+        return [json.dumps(whole).encode()] + stubs
+
+
+def _loads(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _journald_partial(obj: dict[str, Any] | None) -> bool:
+    return obj is not None and str(obj.get("CONTAINER_PARTIAL_MESSAGE", "")).lower() == "true"
+
+
+def _message(value: Any) -> str:
+    if isinstance(value, list):  # journald byte array
+        return bytes(b & 0xFF for b in value if isinstance(b, int)).decode("utf-8", errors="replace")
+    return "" if value is None else str(value)
