@@ -178,7 +178,7 @@ class Engine:
         """Findings of an enveloped line: every record it holds, every line a record holds
         (a collector may merge a traceback into one record), each its own context."""
         def around() -> tuple[str, str]:
-            return decode(cand.raw_before(LOOKBACK_LINES)), decode(cand.raw_after(HISTORY_BYTES))
+            return decode(cand.raw_before(LOOKBACK_LINES * 4)), decode(cand.raw_after(HISTORY_BYTES))
         records = unwrapper.records(cand.text(), around)
         done: list[tuple[str | None, str]] = []  # (pod, text) of the lines before, on this line
         found: list[Finding] = []
@@ -284,10 +284,9 @@ def _unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
     """The lines before a record, out of their envelopes: the physical lines before its line, then
     the records before it on the same line; another pod's lines are left out."""
     lines: list[tuple[int, str]] = []
-    for line_no, raw in cand.lookback():
-        for record in unwrapper.records(raw):
-            if not (pod and record.pod and record.pod != pod):
-                lines.extend((line_no, t) for t in record.text.split("\n"))
+    for line_no, record in unwrapper.unwrap_lines(cand.lookback(unwrapper.lookback_lines)):
+        if not (pod and record.pod and record.pod != pod):
+            lines.extend((line_no, t) for t in record.text.split("\n"))
     lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
     return lines
 

@@ -11,15 +11,15 @@ pod/container/node. Plain logs never get here: only `clean` (colour) touches the
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from .catalog import read_yaml
+from .envelope_fields import envelope_time, json_object, json_string, loose_message, path_value
 from .errors import RuleError
 from .logline import Year
 
@@ -33,10 +33,6 @@ HEAD_BYTES = 64 << 10
 # ANSI: CSI sequences (colour, cursor), OSC titles, and lone two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _RSYSLOG = re.compile(r"#([0-3][0-7]{2})")
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
-                                       "Nov", "Dec"), 1)}
-_KIBANA = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) @ (\d\d:\d\d:\d\d)(?:\.(\d+))?")
-_SYSLOG_TIME = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d)")
 _SOURCE = re.compile(r'"_source"\s*:\s*\{')
 _PRETTY_FIELD = re.compile(r'\s*"(?P<key>[^"\\]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*")\s*,?\s*$')
 
@@ -157,9 +153,9 @@ class Unwrapper:
         if shape == "line":
             return [self._line(line)]
         if shape == "json":
-            obj = _json_object(line)
+            obj = json_object(line)
             if obj is None:
-                return [Record(_loose_message(line, env.fields.get("message", ())))]
+                return [Record(clean(loose_message(line, env.fields.get("message", ()))))]
             return [self._from_object(obj)]
         if shape == "prefix-json":
             return [self._prefix_json(line)]
@@ -183,9 +179,9 @@ class Unwrapper:
         env = self.envelope
         assert env.pattern is not None
         m = env.pattern.match(line)
-        obj = _json_object(line, m.end()) if m else None
+        obj = json_object(line, m.end()) if m else None
         if m is None or obj is None:
-            return Record(_loose_message(line, env.fields.get("message", ())))
+            return Record(clean(loose_message(line, env.fields.get("message", ()))))
         rec = self._from_object(obj)
         return _replace(rec, time=self._time(m.group("time")) or rec.time)
 
@@ -210,7 +206,7 @@ class Unwrapper:
         starts = [m.end() - 1 for m in _SOURCE.finditer(line)]
         records = []
         for start in starts:
-            obj = _json_object(line, start)
+            obj = json_object(line, start)
             if obj is not None:
                 rec = self._from_object(obj)
                 if rec.text or self._getter(obj)("message") is not None:
@@ -220,16 +216,36 @@ class Unwrapper:
         m = _PRETTY_FIELD.match(line)
         if m is None or m.group("key") not in self.envelope.fields.get("message", ()):
             return []
-        text = clean(_json_string(m.group("value")), self.envelope.escapes)
+        text = clean(json_string(m.group("value")), self.envelope.escapes)
         if around is not None:
             before, after = around()
-            found = list(_SOURCE.finditer(before))
-            if found:
-                whole = before + line + "\n" + after
-                obj = _json_object(whole, found[-1].end() - 1)
+            found = before.rfind('"_source"')
+            brace = before.find("{", found) if found != -1 else -1
+            if brace != -1:
+                obj = json_object(before + line + "\n" + after, brace)
                 if obj is not None:
                     return [_replace(self._from_object(obj), text=text)]
         return [Record(text)]
+
+    def unwrap_lines(self, lines: Sequence[tuple[int, str]]) -> list[tuple[int, Record]]:
+        """The records of consecutive physical lines (line number, record), oldest first; a
+        record that spans lines (pretty JSON) gets its fields from the lines around it."""
+        if self.envelope.shape != "search":
+            return [(n, r) for n, t in lines for r in self.records(t)]
+        joined = "\n".join(t for _, t in lines)
+        out: list[tuple[int, Record]] = []
+        pos = 0
+        for n, t in lines:
+            start, pos = pos, pos + len(t) + 1
+            if not _PRETTY_FIELD.match(t) and '"_source"' not in t:
+                continue  # braces and other fields: no message
+            out.extend((n, r) for r in self.records(t, partial(_split_at, joined, start, pos)))
+        return out
+
+    @property
+    def lookback_lines(self) -> int:
+        """Physical lines to look back over for a dozen records (a pretty `_search` hit is ~24)."""
+        return 1000 if self.envelope.shape == "search" else 40
 
     def _csv(self, line: str) -> Record:
         if line.rstrip("\r") == self.header_row:
@@ -252,7 +268,7 @@ class Unwrapper:
     def _getter(self, obj: dict[str, Any]) -> Callable[[str], Any]:
         def get(role: str) -> Any:
             for path in self.envelope.fields.get(role, ()):
-                value = _path(obj, path)
+                value = path_value(obj, path)
                 if value is not None:
                     return value
             return None
@@ -262,43 +278,6 @@ class Unwrapper:
         if raw is None or raw == "":
             return None
         return envelope_time(str(raw), self.envelope.time, self.year)
-
-
-def envelope_time(raw: str, fmt: str, year: Year = None) -> str | None:
-    """An envelope's time as ISO 8601: with its offset when it has one (`+00:00` for epoch
-    values), without when it is written without (syslog, Kibana). None when it does not parse."""
-    try:
-        if fmt == "rfc3339":
-            m = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$", raw.strip())
-            if not m:
-                return None
-            frac = f".{m.group(3)[:6].ljust(6, '0')}" if m.group(3) else ""
-            zone = m.group(4)
-            zone = "+00:00" if zone == "Z" else (zone if not zone or ":" in zone else f"{zone[:3]}:{zone[3:]}")
-            return datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{frac}{zone or ''}").isoformat()
-        if fmt in ("epoch", "epoch-us"):
-            whole, _, frac = raw.strip().partition(".")
-            if fmt == "epoch-us":
-                seconds, micros = divmod(int(whole), 1_000_000)
-            else:
-                seconds, micros = int(whole), int(frac[:6].ljust(6, "0")) if frac else 0
-            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=micros)).isoformat()
-        if fmt == "kibana":
-            m = _KIBANA.match(raw.strip())
-            if not m:
-                return envelope_time(raw, "rfc3339")
-            frac = f".{m.group(5)[:6].ljust(6, '0')}" if m.group(5) else ""
-            return f"{m.group(3)}-{_MONTHS[m.group(1)]:02d}-{int(m.group(2)):02d}T{m.group(4)}{frac}"
-        if fmt == "syslog":
-            m = _SYSLOG_TIME.match(raw.strip())
-            if not m or m.group(1) not in _MONTHS:
-                return None
-            month_day = f"{_MONTHS[m.group(1)]:02d}-{int(m.group(2)):02d}"
-            y = year if year is None or isinstance(year, int) else year.for_stamp(month_day)
-            return f"{y:04d}-{month_day}T{m.group(3)}" if y else None
-    except (ValueError, OverflowError, KeyError):
-        return None
-    return None
 
 
 def _parse(raw: object, where: str) -> Envelope:
@@ -311,14 +290,10 @@ def _parse(raw: object, where: str) -> Envelope:
     if unknown:
         raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
     shape = raw.get("shape")
-    if shape not in SHAPES:
-        raise RuleError(f"{where}: shape must be one of {', '.join(SHAPES)}, got {shape!r}")
-    if raw.get("time", "rfc3339") not in TIME_FORMATS:
-        raise RuleError(f"{where}: time must be one of {', '.join(TIME_FORMATS)}")
-    if raw.get("partial") not in (None, *PARTIALS):
-        raise RuleError(f"{where}: partial must be one of {', '.join(PARTIALS)}")
-    if raw.get("escapes") not in (None, "rsyslog"):
-        raise RuleError(f"{where}: escapes must be rsyslog")
+    for key, allowed in (("shape", SHAPES), ("time", TIME_FORMATS), ("partial", PARTIALS), ("escapes", ("rsyslog",))):
+        value = raw.get(key, "rfc3339" if key == "time" else None)
+        if value not in allowed and not (value is None and key in ("partial", "escapes")):
+            raise RuleError(f"{where}: {key} must be one of {', '.join(allowed)}, got {value!r}")
 
     def regex(key: str) -> re.Pattern[str] | None:
         if raw.get(key) is None:
@@ -337,13 +312,9 @@ def _parse(raw: object, where: str) -> Envelope:
         raise RuleError(f"{where}: fields: roles are {', '.join(ROLES)}")
     if shape in ("json", "prefix-json", "search", "csv") and "message" not in fields:
         raise RuleError(f"{where}: shape {shape} needs fields.message")
-    examples = raw.get("examples") or []
-    if not isinstance(examples, list) or not examples or not all(
-            isinstance(e, dict) and isinstance(e.get("wrapped"), str) and isinstance(e.get("inner"), str)
-            for e in examples):
-        raise RuleError(f"{where}: needs `examples`, each with `wrapped` and `inner`")
+    examples = _examples(raw.get("examples"), where)
     return Envelope(
-        name=raw["name"], shape=shape, detect=detect, detect_head=bool(raw.get("detect_head")), pattern=pattern,
+        name=raw["name"], shape=str(shape), detect=detect, detect_head=bool(raw.get("detect_head")), pattern=pattern,
         fields={k: tuple(str(v).split("|")) for k, v in fields.items()}, time=raw.get("time", "rfc3339"),
         partial=raw.get("partial"), escapes=raw.get("escapes"),
         literals=tuple(str(x).encode() for x in raw.get("literals") or ()),
@@ -351,51 +322,20 @@ def _parse(raw: object, where: str) -> Envelope:
     )
 
 
-def _json_object(text: str, start: int | None = None) -> dict[str, Any] | None:
-    """The JSON object starting at `start` (default: the first `{`), or None."""
-    if start is None:
-        start = text.find("{")
-        if start == -1:
-            return None
-    try:
-        obj, _ = _DECODER.raw_decode(text, start)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
+def _examples(examples: object, where: str) -> list[dict[str, Any]]:
+    if not isinstance(examples, list) or not examples or not all(
+            isinstance(e, dict) and isinstance(e.get("wrapped"), str) and isinstance(e.get("inner"), str)
+            for e in examples):
+        raise RuleError(f"{where}: needs `examples`, each with `wrapped` and `inner`")
+    for e in examples:
+        extra = sorted(set(e) - {"wrapped", "inner"} - set(Record.__slots__))
+        if extra:
+            raise RuleError(f"{where}: examples: unknown field(s) {', '.join(extra)}")
+    return examples
 
 
-_DECODER = json.JSONDecoder(strict=False)
-
-
-def _json_string(quoted: str) -> str:
-    try:
-        value = _DECODER.decode(quoted)
-    except ValueError:
-        return quoted.strip('"')
-    return value if isinstance(value, str) else str(value)
-
-
-def _loose_message(line: str, keys: Sequence[str]) -> str:
-    """The message of a JSON line that does not parse (cut short): the string value of its
-    message key, unescaped as far as it goes."""
-    for key in keys:
-        m = re.search(r'"' + re.escape(key) + r'"\s*:\s*"((?:[^"\\]|\\.)*)', line)
-        if m:
-            body = m.group(1)
-            if body.endswith("\\") and not body.endswith("\\\\"):
-                body = body[:-1]
-            return clean(_json_string('"' + body + '"').removesuffix("\n"))
-    return clean(line)
-
-
-def _path(obj: Any, path: str) -> Any:
-    """A dotted path into nested mappings; a key that itself holds dots is tried first."""
-    if isinstance(obj, dict) and path in obj:
-        return obj[path]
-    head, dot, rest = path.partition(".")
-    if dot and isinstance(obj, dict) and head in obj:
-        return _path(obj[head], rest)
-    return None
+def _split_at(text: str, start: int, end: int) -> tuple[str, str]:
+    return text[:start], text[end:]
 
 
 def _str(value: Any) -> str | None:

@@ -132,7 +132,35 @@ def neighbours_path(rules: RuleSet) -> Path | None:
     return found[-1] if found else None
 
 
+def check_envelope_examples(rules: RuleSet) -> list[str]:
+    """Every failing envelope example: it must be detected as its own envelope, and its last line
+    must unwrap to its `inner` text and to every other field it names (time, pod, node, ...)."""
+    table = rules.envelopes
+    problems = []
+    for env in table.envelopes:
+        for example in env.examples:
+            where = f"{table.origin}: envelope {env.name}"
+            shown = repr(example["wrapped"].splitlines()[-1][:100])
+            unwrapper = table.detect(example["wrapped"].encode("utf-8"), 2025)
+            if unwrapper is None or unwrapper.name != env.name:
+                problems.append(f"{where}: example detected as {unwrapper.name if unwrapper else 'no envelope'}: "
+                                f"{shown}")
+                continue
+            records = unwrapper.records(example["wrapped"].split("\n")[-1])
+            if not records:
+                problems.append(f"{where}: example holds no record: {shown}")
+                continue
+            for key, want in example.items():
+                if key == "wrapped":
+                    continue
+                got = getattr(records[0], "text" if key == "inner" else key, None)
+                if got != want:
+                    problems.append(f"{where}: example {key} is {got!r}, expected {want!r}: {shown}")
+    return problems
+
+
 def check_examples(rules: RuleSet) -> list[str]:
-    """Every failing example of rules and neighbour families, malformed family examples included
-    (empty when all pass)."""
-    return check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
+    """Every failing example of rules, neighbour families and envelopes, malformed family examples
+    included (empty when all pass)."""
+    return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
+            + check_envelope_examples(rules))

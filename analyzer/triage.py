@@ -291,7 +291,8 @@ class Tally:
         if f.source != self._source:  # report order: a source's threads are complete
             self._close_all()
             self._source = f.source
-        thread = (f.source, f.pid, f.tid)
+        # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
+        thread = (f.source, f"{f.pod}/{f.pid}" if f.pod else f.pid, f.tid)
         current = self.open.get(thread)
         seconds = _seconds(f.timestamp)
         if current is not None:
