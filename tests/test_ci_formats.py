@@ -247,3 +247,52 @@ def test_empty_folder_or_empty_selection_fails_the_gate(tmp_path):
     assert code == 2 and "1 file or folder left out by --include/--exclude" in err
     assert run("scan", empty, "--allow-empty")[0] == 0
     assert run("scan", tmp_path / "logs")[0] == 0
+
+
+# --- storms, skipped inputs, known errors, a closed stdout ------------------------------------
+
+def test_a_storm_in_one_file_is_one_group_and_sarif_counts_what_it_leaves_out(tmp_path, sarif_schema):
+    line = "[ERROR] GE(77,p):2025-11-12-03:40:{s:02d}.1 [llm.cc:1]78 PullKvBlocks: ErrorNo: 1343270913(x) req_id={n}\n"
+    (tmp_path / "storm.log").write_text("".join(line.format(s=n % 60, n=n) for n in range(150)))
+    log = json.loads(report("sarif", tmp_path))
+    jsonschema.Draft4Validator(sarif_schema).validate(log)
+    assert len(log["runs"][0]["results"]) == 100
+    notes = [n["message"]["text"] for n in log["runs"][0]["invocations"][0]["toolExecutionNotifications"]]
+    assert notes == ["50 more findings not written (SARIF viewers keep 5000; each file lists at most 100 of one "
+                     "fingerprint); see the JSON report"]
+    issues = json.loads(report("gitlab", tmp_path))
+    assert len(issues) == 1 and "(150 times, lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 140 more)" in issues[0]["description"]
+    out = report("github", tmp_path)
+    assert out.count("::error ") == 1 and "150 times" in out
+
+
+def test_skipped_inputs_are_notices_and_take_no_findings_place(tmp_path):
+    import gzip
+    text = (ROOT / "sample_logs" / "decode-node-2" / "vllm_worker.log").read_bytes()
+    (tmp_path / "cut.log.gz").write_bytes(gzip.compress(text, mtime=0)[:2000])
+    out = report("github", tmp_path)
+    notices = [ln for ln in out.splitlines() if ln.startswith("::notice ")]
+    assert len(notices) == 1 and "title=ddtriage%3A skipped " in notices[0] and "cut.log.gz" in notices[0]
+    sarif = json.loads(report("sarif", tmp_path))
+    assert any("skipped" in n["message"]["text"] for n in sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"])
+
+
+def test_github_outputs_say_what_the_baseline_hid(tmp_path):
+    base = ROOT / "tests" / "data" / "baseline"
+    run("scan", base / "run1", "--write-baseline", tmp_path / "b.json", "-q")
+    code, out, _ = run("scan", base / "run2", "--baseline", tmp_path / "b.json", "-o", "github:-",
+                       "-o", f"github-summary:{tmp_path / 's.md'}")
+    assert code == 1
+    assert f"ddtriage: baseline {tmp_path / 'b.json'}: 1 new, 9 known (not reported), 0 gone" in out
+    assert "- baseline " in (tmp_path / "s.md").read_text()
+
+
+def test_files_are_written_before_a_closed_stdout(in_root, tmp_path):
+    import subprocess
+    import sys
+    exe = [sys.executable, "-m", "analyzer", "scan", "sample_logs", "--fail-on", "never",
+           "-o", "-", "-o", str(tmp_path / "f.sarif")]
+    proc = subprocess.Popen(exe, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader went away before the first byte
+    proc.wait(timeout=120)
+    assert json.loads((tmp_path / "f.sarif").read_text())["runs"][0]["results"]

@@ -121,7 +121,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
              + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
                 if left_out else "") + "; check the paths and globs, or pass --allow-empty")
     _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
-    for report in reports:
+    for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
         _write(report, analysis)
     analysis.close()  # the findings' temporary files (the summary holds what the exit code needs)
     if usage_error or (strict and analysis.inputs.skipped):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..records import Finding
@@ -38,38 +38,43 @@ def headline(f: Finding) -> str:
     return f"{code_label(f)}{api} -> {f.action}"
 
 
-@dataclass(frozen=True)
+KEEP = 100  # findings a group keeps for listing; the rest are counted (a storm's store stays on disk)
+
+
+@dataclass
 class Group:
-    """The findings of one fingerprint in one source."""
+    """The findings of one fingerprint in one source: the first `KEEP` of them, and how many."""
 
-    findings: tuple[Finding, ...]
-    lead: bool  # holds a diagnosis lead (a burst's lead line)
+    first: Finding
+    lead: bool = False  # holds a diagnosis lead (a burst's lead line)
+    count: int = 0
+    kept: list[Finding] = field(default_factory=list)
 
-    @property
-    def first(self) -> Finding:
-        return self.findings[0]
-
-    @property
-    def lines(self) -> list[int]:
-        return [f.line for f in self.findings]
+    def add(self, f: Finding, lead: bool) -> None:
+        self.count += 1
+        self.lead |= lead
+        if len(self.kept) < KEEP:
+            self.kept.append(f)
 
     def where(self, limit: int = 10) -> str:
         """`line 12` or `lines 12, 40, 41 and 3 more`."""
-        lines = self.lines
-        text = ", ".join(str(n) for n in lines[:limit])
-        more = f" and {len(lines) - limit} more" if len(lines) > limit else ""
-        return f"line{'s' if len(lines) > 1 else ''} {text}{more}"
+        lines = [f.line for f in self.kept[:limit]]
+        more = f" and {self.count - len(lines)} more" if self.count > len(lines) else ""
+        return f"line{'s' if self.count > 1 else ''} {', '.join(map(str, lines))}{more}"
 
 
 def groups(analysis: Analysis) -> list[Group]:
-    """Findings grouped by (fingerprint, source): leads first, then report order, echoes last."""
+    """Findings grouped by (fingerprint, source) in one pass over the findings: leads first, then
+    report order, generic echoes last."""
     leads = {(b.source, b.lead.line, b.lead.code) for b in analysis.summary.bursts}
-    by_key: dict[tuple[str, str], list[Finding]] = {}
+    by_key: dict[tuple[str, str], Group] = {}
     for f in analysis.findings:
-        by_key.setdefault((f.fingerprint, f.source), []).append(f)
-    made = [Group(tuple(fs), any((f.source, f.line, f.code) in leads for f in fs)) for fs in by_key.values()]
-    order = {id(g): i for i, g in enumerate(made)}
-    return sorted(made, key=lambda g: (not g.lead, g.first.generic, order[id(g)]))
+        g = by_key.get((f.fingerprint, f.source))
+        if g is None:
+            g = by_key[(f.fingerprint, f.source)] = Group(f)
+        g.add(f, (f.source, f.line, f.code) in leads)
+    made = list(by_key.values())  # dicts keep insertion (report) order; sorted() is stable
+    return sorted(made, key=lambda g: (not g.lead, g.first.generic))
 
 
 def stable_ids(items: Iterable[tuple[str, str | None]]) -> list[str]:

@@ -2,6 +2,7 @@
 
     ::error file=node-2/plog/plog-1.log,line=61,title=ddtriage%3A LLM_WAIT_PROC_TIMEOUT ...::relink: ...
     ::warning file=node-1/app.log,line=7,title=ddtriage%3A LLM_LINK_BUSY ...::retry-later: ...
+    ::notice title=ddtriage%3A skipped bundle.zip!secret.log::skipped: encrypted zip member
 
 GitHub shows at most 10 annotations of each level per step and drops the rest, so each level
 gets at most 9 finding groups (diagnosis leads first) and, when there are more, a 10th that counts
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from .ci import Group, groups, headline, level
-from .common import describe_api, describe_code, inputs_line, plural, recoverable_word
+from .common import describe_api, describe_code, inputs_line, known_errors_lines, plural, recoverable_word
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -52,7 +53,7 @@ def annotation(kind: str, message: str, file: str | None = None, line: int | Non
 
 def _group_annotation(g: Group) -> str:
     f = g.first
-    times = f" ({plural(len(g.findings), 'time')}, {g.where()})" if len(g.findings) > 1 else ""
+    times = f" ({plural(g.count, 'time')}, {g.where()})" if g.count > 1 else ""
     return annotation(level(f.recoverable), f"{f.action}: {f.remedy}{times}", f.source, f.line,
                       f"ddtriage: {headline(f)}")
 
@@ -67,13 +68,21 @@ def write(analysis: Analysis, out: TextIO) -> None:
             out.write(_group_annotation(g) + "\n")
         if len(found) > len(shown):
             rest = found[len(shown):]
-            n = sum(len(g.findings) for g in rest)
+            n = sum(g.count for g in rest)
             out.write(annotation(kind, f"{plural(n, 'more finding')} in {plural(len(rest), 'more place')} not "
                                  f"annotated (GitHub shows {PER_LEVEL} per level); see the step summary or the "
                                  "JSON report", title=f"ddtriage: {len(rest)} more") + "\n")
-    for s in analysis.inputs.to_dict()["skipped"]:
-        out.write(annotation("warning", f"skipped: {s['reason']}", title=f"ddtriage: skipped {s['source']}") + "\n")
+    # Skipped inputs are notices: a level of their own, so they take no finding's place.
+    skipped = analysis.inputs.to_dict()["skipped"]
+    shown_skips = skipped if len(skipped) <= PER_LEVEL else skipped[:PER_LEVEL - 1]
+    for x in shown_skips:
+        out.write(annotation("notice", f"skipped: {x['reason']}", title=f"ddtriage: skipped {x['source']}") + "\n")
+    if len(skipped) > len(shown_skips):
+        out.write(annotation("notice", f"{len(skipped) - len(shown_skips)} more inputs (or parts) skipped; see the "
+                             "JSON report", title="ddtriage: more skipped") + "\n")
     out.write("ddtriage: " + inputs_line(analysis) + "\n")
+    for line in known_errors_lines(analysis):
+        out.write("ddtriage: " + line.strip() + "\n")
 
 
 class _StepSummary:
@@ -104,6 +113,9 @@ class _StepSummary:
         s = analysis.summary
         c = self._cell
         sections: list[list[str]] = [["## ddtriage", "", c(inputs_line(analysis)), ""]]
+        known = known_errors_lines(analysis)
+        if known:
+            sections.append([("  - " if ln.startswith(" ") else "- ") + c(ln.strip()) for ln in known[:50]] + [""])
         skipped = analysis.inputs.to_dict()["skipped"]
         if skipped:
             rows = [f"| {c(x['source'])} | {c(x['reason'])} |" for x in skipped]
@@ -130,7 +142,7 @@ class _StepSummary:
             codes.append(f"\n{len(s.codes) - self.MAX_ROWS} more rows: see the JSON report.")
         sections.append(codes + [""])
         found = groups(analysis)
-        rows = [f"| `{c(g.first.source)}:{g.first.line}` | {len(g.findings)} | {c(headline(g.first))} | "
+        rows = [f"| `{c(g.first.source)}:{g.first.line}` | {g.count} | {c(headline(g.first))} | "
                 f"{c(g.first.remedy)} |" for g in found]
         sections.append(self._folded(f"{plural(len(found), 'place')} with findings",
                                      "| where | times | finding | remedy |\n|---|---:|---|---|", rows))

@@ -35,7 +35,7 @@ def build(analysis: Analysis) -> list[dict[str, Any]]:
     issues = []
     for g, uid in zip(found, ids, strict=True):
         f = g.first
-        times = f" ({len(g.findings)} times, {g.where()})" if len(g.findings) > 1 else ""
+        times = f" ({g.count} times, {g.where()})" if g.count > 1 else ""
         issues.append({
             "type": "issue",
             "description": f"{headline(f)}: {f.remedy}{times}",

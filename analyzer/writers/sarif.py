@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-from .ci import TOOL_URI, groups, headline, level
+from .ci import KEEP, TOOL_URI, groups, headline, level
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -62,9 +62,10 @@ def build(analysis: Analysis) -> dict[str, Any]:
     """The SARIF log as data."""
     ids = sorted({r.id for r in analysis.rules.rules} | {f.rule for f in analysis.findings})
     index = {rid: i for i, rid in enumerate(ids)}
-    ordered = [f for g in groups(analysis) for f in g.findings]
+    found = groups(analysis)
+    total = sum(g.count for g in found)
     results = []
-    for f in ordered[:MAX_RESULTS]:
+    for f in [f for g in found for f in g.kept][:MAX_RESULTS]:
         result: dict[str, Any] = {
             "ruleId": f.rule,
             "ruleIndex": index[f.rule],
@@ -81,10 +82,10 @@ def build(analysis: Analysis) -> dict[str, Any]:
         results.append(result)
     notes = [{"level": "warning", "message": {"text": f"skipped {s['source']}: {s['reason']}"}}
              for s in analysis.inputs.to_dict()["skipped"]]
-    if len(ordered) > MAX_RESULTS:
+    if total > len(results):
         notes.append({"level": "note", "message": {
-            "text": f"{len(ordered) - MAX_RESULTS} more findings not written (SARIF viewers keep "
-                    f"{MAX_RESULTS}); see the JSON report"}})
+            "text": f"{total - len(results)} more findings not written (SARIF viewers keep {MAX_RESULTS}; "
+                    f"each file lists at most {KEEP} of one fingerprint); see the JSON report"}})
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "ddtriage", "informationUri": TOOL_URI,
                             "rules": [_rule(rid, analysis.rules.by_id.get(rid)) for rid in ids]}},
