@@ -57,19 +57,23 @@ def _plain(value: tuple) -> list:
 
 def _fast(f: Finding) -> str:
     return (f'{{"source": {_string(f.source)}, "line": {int.__repr__(f.line)}, "timestamp": {_str(f.timestamp)}, '
-            f'"inferred_time": {_str(f.time_hint)}, "code": {_string(f.code)}, "name": {_str(f.name)}, '
+            f'"time_source": {_str(f.time_source)}, "inferred_time": {_str(f.time_hint)}, '
+            f'"code": {_string(f.code)}, "name": {_str(f.name)}, '
             f'"known": {_bool(f.known)}, "api": {_str(f.api)}, "api_evidence": {_str(f.api_evidence)}, '
             f'"api_line": {_int(f.api_line)}, "recoverable": {_bool(f.recoverable)}, "rule": {_string(f.rule)}, '
             f'"fingerprint": {_string(f.fingerprint)}, "action": {_string(f.action)}, '
             f'"remedy": {_cached(f.remedy)}, "references": {_cached(f.references)}, "form": {_string(f.form)}, '
             f'"in_cluster_results": {_bool(f.in_cluster_results)}, "bundle": {_str(f.bundle)}, '
-            f'"node": {_str(f.node)}, "kind": {_string(f.kind)}, "device": {_str(f.device)}, '
+            f'"node": {_str(f.node)}, "pod": {_str(f.pod)}, "container": {_str(f.container)}, '
+            f'"stream": {_str(f.stream)}, "envelope": {_str(f.envelope)}, "envelope_time": {_str(f.envelope_time)}, '
+            f'"kind": {_string(f.kind)}, "device": {_str(f.device)}, '
             f'"pid": {_str(f.pid)}, "tid": {_str(f.tid)}, "causes": {_cached(f.causes)}, "text": {_string(f.text)}}}')
 
 
-_FAST_KEYS = ["source", "line", "timestamp", "inferred_time", "code", "name", "known", "api", "api_evidence",
-              "api_line", "recoverable", "rule", "fingerprint", "action", "remedy", "references", "form",
-              "in_cluster_results", "bundle", "node", "kind", "device", "pid", "tid", "causes", "text"]
+_FAST_KEYS = ["source", "line", "timestamp", "time_source", "inferred_time", "code", "name", "known", "api",
+              "api_evidence", "api_line", "recoverable", "rule", "fingerprint", "action", "remedy", "references",
+              "form", "in_cluster_results", "bundle", "node", "pod", "container", "stream", "envelope",
+              "envelope_time", "kind", "device", "pid", "tid", "causes", "text"]
 
 
 def _slow(f: Finding) -> str:
