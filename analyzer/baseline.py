@@ -129,8 +129,12 @@ def baseline_entries(findings: Iterable[Finding]) -> list[BaselineEntry]:
 
 def write_baseline(findings: Iterable[Finding], path: str | Path) -> None:
     """Record today's findings by fingerprint (deterministic: the same findings, the same bytes)."""
-    doc = {"tool": "ddtriage", "baseline": BASELINE_VERSION,
-           "fingerprints": [e.to_dict() for e in baseline_entries(findings)]}
+    write_entries(baseline_entries(findings), path)
+
+
+def write_entries(entries: list[BaselineEntry], path: str | Path) -> None:
+    """Write a baseline file of these entries."""
+    doc = {"tool": "ddtriage", "baseline": BASELINE_VERSION, "fingerprints": [e.to_dict() for e in entries]}
     try:
         Path(path).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as exc:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from .fleet import FleetTally
 from .records import Finding
 from .report import (
+    LIST_LIMIT,
     MAX_BURSTS,
     ActionRow,
     AlsoCode,
@@ -33,7 +34,6 @@ from .report import (
     FoldedRow,
     NodeRow,
     Summary,
-    bounded,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +94,35 @@ def _key(f: Finding) -> Key:
     return (f.source, f.line, f.code)
 
 
+class _Names:
+    """The distinct sources of a row, counted, with the first LIST_LIMIT (in report order, which
+    is sorted by source, so a new source is one that differs from the last): a row of a scan of
+    100,000 files keeps ten names, not a set of all of them."""
+
+    __slots__ = ("first", "count", "last")
+
+    def __init__(self) -> None:
+        self.first: list[str] = []
+        self.count = 0
+        self.last: str | None = None
+
+    def add(self, name: str) -> None:
+        if name != self.last:
+            self.last = name
+            self.count += 1
+            if len(self.first) < LIST_LIMIT:
+                self.first.append(name)
+
+    def merge(self, other: _Names) -> None:
+        """Add the names of another tally (of other sources)."""
+        self.first = sorted(set(self.first) | set(other.first))[:LIST_LIMIT]
+        self.count += other.count
+
+    def bounded(self) -> tuple[tuple[str, ...], int]:
+        """(the first LIST_LIMIT names, how many more) as `report.bounded` gives them."""
+        return tuple(self.first), self.count - len(self.first)
+
+
 @dataclass(slots=True)
 class _CodeAgg:
     first: Key
@@ -102,7 +131,7 @@ class _CodeAgg:
     count: int = 0
     first_seen: str | None = None
     last_seen: str | None = None
-    sources: set[str] = field(default_factory=set)
+    sources: _Names = field(default_factory=_Names)
 
     def add(self, f: Finding) -> None:
         self.count += 1
@@ -120,7 +149,7 @@ class _CodeAgg:
         self.count += other.count
         stamps = [t for t in (self.first_seen, other.first_seen, self.last_seen, other.last_seen) if t]
         self.first_seen, self.last_seen = (min(stamps), max(stamps)) if stamps else (None, None)
-        self.sources |= other.sources
+        self.sources.merge(other.sources)
 
 
 @dataclass(slots=True)
@@ -128,13 +157,13 @@ class _NodeAgg:
     findings: int = 0
     unrecoverable: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
-    sources: set[str] = field(default_factory=set)
+    sources: _Names = field(default_factory=_Names)
 
     def merge(self, other: _NodeAgg) -> None:
         self.findings += other.findings
         self.unrecoverable += other.unrecoverable
         self.kinds.update(other.kinds)
-        self.sources |= other.sources
+        self.sources.merge(other.sources)
 
 
 @dataclass(slots=True)
@@ -380,13 +409,13 @@ class Tally:
         if not self.count:
             return Summary()
         codes = [CodeRow(code, name or None, api or None, rule, agg.action, agg.recoverable, agg.count,
-                         agg.first_seen, agg.last_seen, f"{agg.first[0]}:{agg.first[1]}", *bounded(agg.sources))
+                         agg.first_seen, agg.last_seen, f"{agg.first[0]}:{agg.first[1]}", *agg.sources.bounded())
                  for (code, name, api, rule), agg in self.codes.items()]
         # Non-recoverable first, then most frequent, then by code for a stable order.
         codes.sort(key=lambda r: (r.recoverable is True, -r.count, r.code, r.api or "", r.rule))
         actions = sorted((ActionRow(a, n) for a, n in self.actions.items()), key=lambda r: (-r.count, r.action))
         nodes = tuple(NodeRow(name or None, n.findings, n.unrecoverable, tuple(sorted(n.kinds.items())),
-                              *bounded(n.sources))
+                              *n.sources.bounded())
                       for name, n in sorted(self.nodes.items()))
         # Bursts holding something not known to be recoverable first; then in time order (untimed
         # last), so the story reads forward.

@@ -144,15 +144,18 @@ def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool)
 def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None, suppressions: str | None,
                   quiet: bool) -> None:
     """Record a baseline of everything found, then hide what the baseline and suppressions know."""
-    from ..baseline import apply_known_errors, write_baseline
+    from ..baseline import apply_known_errors, baseline_entries, write_entries
 
-    everything = list(analysis.findings)
+    if not (baseline or write_to or suppressions):
+        return  # the findings stay where they are (on disk for a storm), not read into a list
+    # One entry per fingerprint, read from the store before the known errors are taken out.
+    recorded = baseline_entries(analysis.findings) if write_to else []
     if baseline and write_to and not os.path.exists(baseline):
         baseline = None  # the first run of a gate that records its baseline: nothing is known yet
     try:
         apply_known_errors(analysis, baseline, suppressions)  # against the old baseline, then record the new
         if write_to:
-            write_baseline(everything, write_to)
+            write_entries(recorded, write_to)
     except DDTriageError as exc:
         fail(str(exc))
     known = analysis.known_errors
