@@ -80,7 +80,7 @@ def split_big(monkeypatch):
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1 << 20)
 
 
-def test_local_pool_localcluster_and_a_real_scheduler_give_one_report(fleet, split_big, monkeypatch):
+def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(fleet, split_big, monkeypatch, tmp_path):
     monkeypatch.chdir(fleet.parent)
     sources = list(iter_sources(["fleet"], []))
     units = parallel.plan_units(sources, 2)
@@ -90,6 +90,15 @@ def test_local_pool_localcluster_and_a_real_scheduler_give_one_report(fleet, spl
     report = json.loads(local)
     assert len({f["bundle"] for f in report["findings"]}) == 43 and len({f["node"] for f in report["findings"]}) == 43
     assert scan("fleet", "--jobs", "1") == local
+    # Map here, reduce there: one part per bundle (JSON and Parquet), merged.
+    parts = []
+    for i, bundle in enumerate(sorted(p.name for p in fleet.iterdir())):
+        fmt = ("json", "parquet")[i % 2]
+        parts.append(str(tmp_path / f"{i:02d}.{fmt}"))
+        scan(f"fleet/{bundle}", "--jobs", "2", "--output", f"{fmt}:{parts[-1]}")
+    assert sum(Path(p).read_bytes().startswith(b"PAR1") for p in parts) == len(parts) // 2
+    merged = CliRunner().invoke(cli, ["merge", *parts, "--format", "json", "--fail-on", "never"])
+    assert merged.exit_code == 0 and merged.stdout == local
     assert scan("fleet", "--dask", "local:2") == local
     with dask_cluster(2) as (address, _):
         assert scan("fleet", "--dask", address) == local

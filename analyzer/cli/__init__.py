@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from . import config, explain, rules, scan  # noqa: F401 - each registers its command on the group
+from . import config, explain, merge, rules, scan  # noqa: F401 - each registers its command on the group
 from .base import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, cli, quiet_broken_pipe
 
 __all__ = ["EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "cli", "main"]

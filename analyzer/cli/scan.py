@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TextIO, cast
 import click
 
 from ..errors import DDTriageError
-from ..writers import WRITERS, write_report
+from ..writers import WRITERS, is_binary, write_report
 from ..writers.common import plural
 
 if TYPE_CHECKING:
@@ -166,6 +166,12 @@ def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None
 
 def _write(report: Output, analysis: Analysis) -> None:
     try:
+        if is_binary(report.fmt):
+            if report.path == "-" and sys.stdout.isatty():
+                fail(f"--format {report.fmt} is binary: write it to a file with -o FILE")
+            with click.open_file(report.path, "wb", lazy=False) as binary:
+                write_report(report.fmt, analysis, binary)
+            return
         with click.open_file(report.path, "w", encoding="utf-8", lazy=False) as handle:
             write_report(report.fmt, analysis, cast(TextIO, handle))
     except BrokenPipeError:

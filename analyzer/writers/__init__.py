@@ -9,9 +9,9 @@ one module here with `name`, `suffix` and `write`, one line in `WRITERS`, and it
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, cast
 
-from . import github, gitlab, json_report, jsonl, junit, markdown, sarif, text
+from . import csv, github, gitlab, json_report, jsonl, junit, markdown, parquet, sarif, text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -38,6 +38,9 @@ WRITERS: dict[str, Writer] = {
     "github": github,
     "github-summary": github.step_summary,
     "gitlab": gitlab,
+    "csv": csv,
+    # A binary format (`binary = True`): its write() takes a binary stream; the CLI opens it so.
+    "parquet": cast(Writer, parquet),
 }
 
 # File names whose format is not a writer's own suffix (`-o findings.sarif.json`, `-o report.junit`).
@@ -52,13 +55,22 @@ def format_for(path: str) -> str | None:
     return endings[max(matches, key=len)] if matches else None
 
 
-def write_report(fmt: str, analysis: Analysis, out: TextIO) -> None:
-    """Write the report in `fmt` to `out`."""
-    WRITERS[fmt].write(analysis, out)
+def is_binary(fmt: str) -> bool:
+    """Whether the format is written as bytes (Parquet), not text."""
+    return bool(getattr(WRITERS[fmt], "binary", False))
+
+
+def write_report(fmt: str, analysis: Analysis, out: IO[Any]) -> None:
+    """Write the report in `fmt` to `out` (a binary stream for a binary format)."""
+    WRITERS[fmt].write(analysis, cast(TextIO, out))  # binary formats take `out` as it is (BinaryIO)
 
 
 def render_report(fmt: str, analysis: Analysis) -> str:
-    """The report in `fmt`, as a string."""
+    """The report in `fmt`, as a string (a binary format: its decoded content, its `dump()`)."""
+    if is_binary(fmt):
+        data = io.BytesIO()
+        write_report(fmt, analysis, data)
+        return str(getattr(WRITERS[fmt], "dump")(data.getvalue()))  # noqa: B009 - only binary writers have it
     buf = io.StringIO()
     write_report(fmt, analysis, buf)
     return buf.getvalue()

@@ -1,0 +1,150 @@
+"""Map here, reduce there: combine the results of separate scans into one analysis.
+
+Stage: library (a second way into the summary). Each node (or CI job) scans its own logs and
+keeps the result (`--format json`, `jsonl` or `parquet`); `merge_parts` reads the parts back as
+findings, files them in one `FindingStore` (spilled, so a fleet's findings are never all in
+memory), and builds the summary from the same streaming aggregates as a scan (`triage.Tally`):
+codes, nodes, bundles, bursts, folded rows and failures across bundles come out as if everything
+had been scanned at once, and the findings are those of a direct scan, in the same order.
+
+Input stats (files, lines, bytes, skipped inputs) are added up from JSON and Parquet parts; a
+JSONL part holds findings only, so its inputs are not counted (`merge` warns). Findings a
+baseline marked `known` in a JSON part were hidden from that part's report and stay hidden.
+Time windows and guessed years were applied by each part's scan and are not applied again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import IO, Any
+
+from .api import Analysis
+from .errors import InputError
+from .records import Finding, InputStats, Skipped
+from .rules import RuleSet
+from .store import FindingStore, RunWriter, spill_dir
+from .triage import Tally
+
+FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
+
+
+def merge_parts(parts: list[str], rules: RuleSet | None = None,
+                warn: Callable[[str], None] | None = None) -> Analysis:
+    """One analysis of the findings and input stats of every part (JSON, JSONL or Parquet
+    reports of `ddtriage scan`), in report order. A part that cannot be read is an `InputError`
+    naming it."""
+    ruleset = rules or RuleSet.load()
+    store = FindingStore(spill_dir())
+    stats = InputStats()
+    try:
+        for part in parts:
+            writer = RunWriter(store.spill_dir)
+            part_stats = read_part(part, writer.add, ruleset)
+            if part_stats is None:
+                if warn:
+                    warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted")
+            else:
+                stats.add(part_stats)
+            store.add(writer.finish())
+        tally = Tally()
+        for finding in store:
+            tally.add(finding)
+    except BaseException:
+        store.close()
+        raise
+    store.count = tally.count
+    return Analysis(store, stats, ruleset, tally.summary())
+
+
+def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet) -> InputStats | None:
+    """Feed the findings of one part to `sink` in its order; return its input stats (None for
+    JSONL, which has none)."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        if magic == b"PAR1":
+            return _read_parquet(path, sink)
+        with open(path, encoding="utf-8") as text:
+            first = text.readline()
+            if first.strip() == "{":
+                return _read_json(path, text, sink, rules)
+            text.seek(0)
+            for n, line in enumerate(text, 1):
+                if line.strip():
+                    sink(finding_from_dict(_loads(line, path, n), rules))
+            return None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        kind = type(exc).__name__
+        raise InputError(f"{path}: not a ddtriage JSON, JSONL or Parquet report ({kind}: {exc})") from None
+
+
+def _loads(line: str, path: str, n: int) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{n}: not JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}:{n}: expected a finding (a JSON object)")
+    return value
+
+
+def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules: RuleSet) -> InputStats:
+    """A JSON report, streamed: its head up to the findings, then one finding per line."""
+    head = ["{"]
+    for line in text:
+        if line.rstrip("\n") in (FINDINGS_OPEN, FINDINGS_OPEN + "]"):
+            break
+        head.append(line)
+    else:
+        raise InputError(f"{path}: not a ddtriage JSON report (no findings list)")
+    report = json.loads("".join(head).rstrip().rstrip(",") + "}")
+    if report.get("tool") != "ddtriage":
+        raise InputError(f"{path}: not a ddtriage JSON report")
+    for n, line in enumerate(text, len(head) + 1):
+        item = line.strip().rstrip(",")
+        if item.startswith("{"):
+            found = _loads(item, path, n)
+            if found.get("baseline") != "known":  # hidden by that scan's baseline
+                sink(finding_from_dict(found, rules))
+    return stats_from_dict(report["inputs"])
+
+
+def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
+    from .writers.columns import finding_of
+    from .writers.parquet import METADATA_KEY, _pyarrow
+
+    pq = _pyarrow().parquet
+    handle = pq.ParquetFile(path)
+    meta = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
+    if meta is None:
+        raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
+    for batch in handle.iter_batches(batch_size=16384):
+        for row in batch.to_pylist():
+            sink(finding_of(row))
+    return stats_from_dict(json.loads(meta)["inputs"])
+
+
+def finding_from_dict(d: dict[str, Any], rules: RuleSet) -> Finding:
+    """A finding from its JSON shape (`Finding.to_dict`); `generic` comes from the catalog."""
+    code = rules.catalog.get(int(d["code"], 16))
+    return Finding(
+        source=d["source"], line=d["line"], timestamp=d["timestamp"], code=d["code"], name=d["name"],
+        api=d["api"], api_evidence=d["api_evidence"], api_line=d["api_line"], recoverable=d["recoverable"],
+        rule=d["rule"], action=d["action"], remedy=d["remedy"], text=d["text"], form=d["form"], pid=d["pid"],
+        tid=d["tid"], in_cluster_results=d["in_cluster_results"], known=d["known"],
+        generic=code.generic if code else False, references=tuple(d["references"]), node=d["node"],
+        kind=d["kind"], device=d["device"], time_hint=d["inferred_time"], fingerprint=d["fingerprint"],
+        causes=tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in d["causes"]),
+        bundle=d.get("bundle"),
+    )
+
+
+def stats_from_dict(d: dict[str, Any]) -> InputStats:
+    """Input stats from their JSON shape (`InputStats.to_dict`)."""
+    return InputStats(files=d["files"], lines=d["lines"], bytes=d["bytes"], excluded=d["excluded"],
+                      outside_window=d["outside_window"],
+                      skipped=[Skipped(s["source"], s["reason"]) for s in d["skipped"]])
+

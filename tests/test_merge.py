@@ -1,0 +1,75 @@
+"""`ddtriage merge` (issue #12): per-bundle parts in JSON, JSONL and Parquet, merged, give the
+report of one direct scan byte for byte (summary, bursts, bundles, failures across bundles, input
+stats); parts that are not reports are one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from analyzer.cli import cli
+from click.testing import CliRunner
+
+from fleetgen import make_fleet
+
+pytest.importorskip("pyarrow")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, [*args, "--fail-on", "never"], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    return make_fleet(tmp_path_factory.mktemp("merge"), nodes=10, big_copies=2)
+
+
+def parts_of(fleet, tmp_path, formats=("json", "parquet")) -> list[str]:
+    parts = []
+    for i, bundle in enumerate(sorted(fleet.iterdir())):
+        part = tmp_path / f"part-{i:02d}.{formats[i % len(formats)]}"
+        assert invoke("scan", str(bundle), "-q", "-o", str(part)).exit_code == 0
+        parts.append(str(part))
+    return parts
+
+
+def test_merge_of_per_bundle_parts_equals_a_direct_scan(fleet, tmp_path):
+    parts = parts_of(fleet, tmp_path)
+    for fmt in ("json", "text", "markdown", "csv"):
+        direct = invoke("scan", str(fleet), "-q", "--format", fmt).stdout
+        merged = invoke("merge", *reversed(parts), "--format", fmt)  # part order does not matter
+        assert merged.exit_code == 0, merged.stderr
+        assert merged.stdout == direct, fmt
+    report = json.loads(invoke("merge", *parts, "--format", "json").stdout)
+    assert report["inputs"]["files"] > 30 and len(report["summary"]["bundles"]) == 11
+    assert report["summary"]["fingerprints"][0]["bundles"] == 6  # 5 decode nodes + the big node
+    direct_pq, merged_pq = tmp_path / "direct.parquet", tmp_path / "merged.parquet"
+    invoke("scan", str(fleet), "-q", "-o", str(direct_pq))
+    invoke("merge", *parts, "-o", str(merged_pq))
+    assert merged_pq.read_bytes() == direct_pq.read_bytes()
+
+
+def test_jsonl_parts_give_the_same_findings_and_warn_about_inputs(fleet, tmp_path):
+    parts = parts_of(fleet, tmp_path, formats=("jsonl",))
+    direct = json.loads(invoke("scan", str(fleet), "-q", "--format", "json").stdout)
+    merged = invoke("merge", *parts, "--format", "json")
+    report = json.loads(merged.stdout)
+    assert report["findings"] == direct["findings"] and report["summary"] == direct["summary"]
+    assert report["inputs"]["files"] == 0 and "holds no input stats" in merged.stderr
+
+
+def test_merge_exit_codes_follow_fail_on(fleet, tmp_path):
+    (part,) = parts_of(fleet, tmp_path, formats=("json",))[:1]
+    assert CliRunner().invoke(cli, ["merge", part]).exit_code == 1
+    assert CliRunner().invoke(cli, ["merge", part, "--fail-on", "never"]).exit_code == 0
+
+
+def test_a_part_that_is_no_report_is_a_one_line_error(tmp_path):
+    junk = tmp_path / "notes.json"
+    junk.write_text('{\n  "hello": 1\n}\n')
+    plain = tmp_path / "plog.log"
+    plain.write_text("[ERROR] GE(1,python3):2025-11-12-03:40:05.101.002 nothing\n")
+    for path, says in ((junk, "not a ddtriage JSON report"), (plain, "not JSON"),
+                       (tmp_path / "missing.json", "No such file or directory")):
+        result = CliRunner().invoke(cli, ["merge", str(path)])
+        assert result.exit_code == 2 and says in result.stderr and "Traceback" not in result.stderr, result.stderr
