@@ -25,6 +25,7 @@ from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 from .store import FindingStore, RunWriter, spill_dir
 from .triage import Tally
+from .writers.columns import finding_of
 
 FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
 
@@ -113,7 +114,6 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
 
 
 def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
-    from .writers.columns import finding_of
     from .writers.parquet import METADATA_KEY, _pyarrow
 
     pq = _pyarrow().parquet
@@ -128,18 +128,10 @@ def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
 
 
 def finding_from_dict(d: dict[str, Any], rules: RuleSet) -> Finding:
-    """A finding from its JSON shape (`Finding.to_dict`); `generic` comes from the catalog."""
+    """A finding from its JSON shape (`Finding.to_dict`); `generic` (not in the JSON) comes from
+    the catalog."""
     code = rules.catalog.get(int(d["code"], 16))
-    return Finding(
-        source=d["source"], line=d["line"], timestamp=d["timestamp"], code=d["code"], name=d["name"],
-        api=d["api"], api_evidence=d["api_evidence"], api_line=d["api_line"], recoverable=d["recoverable"],
-        rule=d["rule"], action=d["action"], remedy=d["remedy"], text=d["text"], form=d["form"], pid=d["pid"],
-        tid=d["tid"], in_cluster_results=d["in_cluster_results"], known=d["known"],
-        generic=code.generic if code else False, references=tuple(d["references"]), node=d["node"],
-        kind=d["kind"], device=d["device"], time_hint=d["inferred_time"], fingerprint=d["fingerprint"],
-        causes=tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in d["causes"]),
-        bundle=d.get("bundle"),
-    )
+    return finding_of(d)._replace(generic=code.generic if code else False)
 
 
 def stats_from_dict(d: dict[str, Any]) -> InputStats:

@@ -13,22 +13,19 @@ from typing import Any
 
 from ..records import Finding
 
-# The columns the issue asks for, in this order; `pod` is null until an input names a pod.
+# The columns the issue asks for, in this order.
 KEY_COLUMNS = ("bundle", "node", "pod", "kind", "device", "pid", "code", "name", "api", "action", "rule",
                "recoverable", "fingerprint", "timestamp", "source", "line")
-# Everything else a finding holds (JSON report names), so that a finding can be rebuilt.
-REST_COLUMNS = ("tid", "api_evidence", "api_line", "known", "generic", "form", "in_cluster_results",
-                "inferred_time", "remedy", "references", "causes", "text")
+_COLUMN = {"time_hint": "inferred_time"}  # column (JSON) name of a field, where they differ
+_FIELD = {c: f for f, c in _COLUMN.items()}
+_INTERNAL = {"year_guessed"}  # settled by the scan; not part of a report
+# Everything else a finding holds, in field order, so that a finding can be rebuilt.
+REST_COLUMNS = tuple(_COLUMN.get(f, f) for f in Finding._fields if f not in KEY_COLUMNS and f not in _INTERNAL)
 COLUMNS = KEY_COLUMNS + REST_COLUMNS
-
-# Finding field for each column whose name differs.
-_FIELD = {"inferred_time": "time_hint"}
 
 
 def value(f: Finding, column: str) -> Any:
     """The cell of `column` for finding `f`."""
-    if column == "pod":
-        return getattr(f, "pod", None)
     if column == "references":
         return list(f.references)
     if column == "causes":
@@ -37,8 +34,12 @@ def value(f: Finding, column: str) -> Any:
 
 
 def finding_of(row: dict[str, Any]) -> Finding:
-    """The finding a full row (all of `COLUMNS`) was written from."""
-    fields = {_FIELD.get(c, c): row[c] for c in COLUMNS if c != "pod" and _FIELD.get(c, c) in Finding._fields}
-    fields["references"] = tuple(row["references"] or ())
-    fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row["causes"] or ())
+    """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
+    are no finding field (a baseline mark) are left out."""
+    fields = {_FIELD.get(k, k): v for k, v in row.items() if _FIELD.get(k, k) in _FIELDS}
+    fields["references"] = tuple(row.get("references") or ())
+    fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row.get("causes") or ())
     return Finding(**fields)
+
+
+_FIELDS = set(Finding._fields)
