@@ -127,3 +127,20 @@ def test_malformed_suppressions_name_the_entry(tmp_path, entry, message):
     path = write_suppressions(tmp_path, [entry])
     code, out, err = run("scan", DATA / "run2", "--suppressions", path)
     assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_sarif_marks_new_results_and_carries_suppressions_with_their_reason(baseline1, tmp_path):
+    import jsonschema
+    schema = json.loads((Path(__file__).parent / "schemas" / "sarif-schema-2.1.0.json").read_text())
+    path = write_suppressions(tmp_path, [{"code": "LLM_LINK_FAILED", "reason": "peer restarts nightly"}])
+    code, out, _ = run("scan", DATA / "run2", "--suppressions", path, "--format", "sarif")
+    log = json.loads(out)
+    jsonschema.Draft4Validator(schema).validate(log)
+    hidden = [r for r in log["runs"][0]["results"] if r.get("suppressions")]
+    assert [r["properties"]["code"] for r in hidden] == ["0x5010B009", "0x5010B009"]
+    assert hidden[0]["suppressions"][0]["justification"] == "#1 (code 0x5010B009): peer restarts nightly"
+    assert len(log["runs"][0]["results"]) == 10  # the 8 findings left, and the 2 hidden ones
+    code, out, _ = run("scan", DATA / "run2", "--baseline", baseline1, "--format", "sarif")
+    log = json.loads(out)
+    jsonschema.Draft4Validator(schema).validate(log)
+    assert [r["baselineState"] for r in log["runs"][0]["results"]] == ["new"]

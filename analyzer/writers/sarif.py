@@ -25,6 +25,7 @@ from .ci import KEEP, TOOL_URI, groups, headline, level
 
 if TYPE_CHECKING:
     from .. import Analysis
+    from ..records import Finding
     from ..rules import Rule
 
 name = "sarif"
@@ -58,33 +59,46 @@ def _rule(rule_id: str, rule: Rule | None) -> dict[str, Any]:
     }
 
 
+def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
+    return {
+        "ruleId": f.rule,
+        "ruleIndex": index[f.rule],
+        "level": level(f.recoverable),
+        "message": {"text": f"{headline(f)}: {f.remedy}"},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": artifact_uri(f.source)},
+            "region": {"startLine": max(1, f.line)}}}],
+        "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
+        "properties": {"code": f.code, "name": f.name, "api": f.api, "action": f.action,
+                       "recoverable": f.recoverable, "node": f.node, "kind": f.kind, "timestamp": f.timestamp},
+    }
+
+
 def build(analysis: Analysis) -> dict[str, Any]:
-    """The SARIF log as data."""
-    ids = sorted({r.id for r in analysis.rules.rules} | {f.rule for f in analysis.findings})
+    """The SARIF log as data. With --baseline, results are `baselineState: new`; with
+    --suppressions, hidden findings are results carrying their suppression and its reason (viewers
+    list them as dismissed)."""
+    known = analysis.known_errors
+    hidden = known.suppressed if known else []
+    ids = sorted({r.id for r in analysis.rules.rules} | {f.rule for f in analysis.findings}
+                 | {f.rule for f, _ in hidden})
     index = {rid: i for i, rid in enumerate(ids)}
     found = groups(analysis)
     total = sum(g.count for g in found)
-    results = []
-    for f in [f for g in found for f in g.kept][:MAX_RESULTS]:
-        result: dict[str, Any] = {
-            "ruleId": f.rule,
-            "ruleIndex": index[f.rule],
-            "level": level(f.recoverable),
-            "message": {"text": f"{headline(f)}: {f.remedy}"},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": artifact_uri(f.source)},
-                "region": {"startLine": max(1, f.line)}}}],
-            "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
-            "properties": {"code": f.code, "name": f.name, "api": f.api, "action": f.action,
-                           "recoverable": f.recoverable, "node": f.node, "kind": f.kind,
-                           "timestamp": f.timestamp},
-        }
-        results.append(result)
+    results = [_result(f, index) for f in [f for g in found for f in g.kept][:MAX_RESULTS]]
+    if known is not None and known.baseline is not None:
+        for r in results:
+            r["baselineState"] = "new"
+    for f, s in hidden[:max(0, MAX_RESULTS - len(results))]:
+        until = f" (until {s.expires.isoformat()})" if s.expires else ""
+        results.append(_result(f, index) | {"suppressions": [
+            {"kind": "external", "status": "accepted", "justification": f"{s.describe()}: {s.reason}{until}"}]})
     notes = [{"level": "warning", "message": {"text": f"skipped {s['source']}: {s['reason']}"}}
              for s in analysis.inputs.to_dict()["skipped"]]
-    if total > len(results):
+    left = total + len(hidden) - len(results)
+    if left > 0:
         notes.append({"level": "note", "message": {
-            "text": f"{total - len(results)} more findings not written (SARIF viewers keep {MAX_RESULTS}; "
+            "text": f"{left} more findings not written (SARIF viewers keep {MAX_RESULTS}; "
                     f"each file lists at most {KEEP} of one fingerprint); see the JSON report"}})
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "ddtriage", "informationUri": TOOL_URI,
