@@ -85,7 +85,8 @@ class CodeMatcher:
         if "0x5010" in line or "0X5010" in line:
             for m in _HEX.finditer(line):
                 yield 0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex"
-        if "5010b0" in line or "5010B0" in line:
+        # bare hex only when some `5010b0` is not the tail of a `0x5010b0` (one C count each)
+        if line.count("5010b0") + line.count("5010B0") > line.count("x5010") + line.count("X5010"):
             for m in _BARE_HEX.finditer(line):
                 if _has_code_context(line, m.start()):
                     yield 0x5010B000 + int(m.group(1), 16), m.start(), m.end(), "hex"
@@ -94,8 +95,9 @@ class CodeMatcher:
         if "LLM_" in line:
             yield from self._names(line)
         yield from self._texts(line)
-        if "4294967295" in line or "-1" in line or "ffffffff" in line or "FFFFFFFF" in line:
-            yield from _generic_failed(line)
+        bare = "ffffffff" in line or "FFFFFFFF" in line
+        if "4294967295" in line or "-1" in line or bare:
+            yield from _generic_failed(line, bare)
 
     def _decimals(self, line: str) -> Iterator[_Match]:
         for m in _DECIMAL.finditer(line):
@@ -119,9 +121,10 @@ class CodeMatcher:
                 yield self._text_values[m.group(0)], m.start(), m.end(), "text"
 
 
-def _generic_failed(line: str) -> Iterator[_Match]:
-    """The first LLM_FAILED number (4294967295 or -1) that follows a code word."""
-    for pattern in (_FAILED_DECIMAL, _BARE_FAILED):
+def _generic_failed(line: str, bare: bool) -> Iterator[_Match]:
+    """The first LLM_FAILED number (4294967295, -1, or xLLM's `ffffffff` when `bare`) that
+    follows a code word."""
+    for pattern in (_FAILED_DECIMAL, _BARE_FAILED) if bare else (_FAILED_DECIMAL,):
         for m in pattern.finditer(line):
             if _has_code_context(line, m.start()):
                 yield GENERIC_FAILED, m.start(), m.end(), "generic"
