@@ -3,7 +3,7 @@
 Stage: triage. A `Tally` is fed every finding once, in report order (source, line, code), and
 keeps only counts and bounded state: counts by code x API x rule with first/last seen and
 sources; by node; by action; by (fingerprint, node) with first/last time and location (the
-folded storm rows); and bursts of findings per thread, each with its probable lead (the earliest
+folded storm rows); and bursts of findings per thread (`bursts.Bursts`), each with its probable lead (the earliest
 specific code; generic LLM_FAILED echoes are counted, not kept), non-recoverable bursts first.
 Memory grows with the input's shape (codes, nodes, sources, threads, message templates), never
 with the number of findings. Two tallies over disjoint sources merge (`Tally.merge`) into the
@@ -16,20 +16,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
+from .bursts import Bursts, Key
 from .fleet import FleetTally
 from .records import Finding
 from .report import (
     LIST_LIMIT,
-    MAX_BURSTS,
     ActionRow,
-    AlsoCode,
-    Burst,
-    BurstGroup,
-    BurstLead,
-    Cause,
     CodeRow,
     FoldedRow,
     NodeRow,
@@ -39,55 +33,12 @@ from .report import (
 if TYPE_CHECKING:
     from .rules import RuleSet
 
-BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
-BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timestamps)
-
-Key = tuple[str, int, str]  # a finding's place in the report: (source, line, code)
-# Where a burst goes in the report: severe first, then in time order (untimed last); ties keep
-# the order bursts were found in (the thread's first finding, then the burst's number in it).
-BurstKey = tuple[bool, bool, str, str, int, Key, int]
-GroupKey = tuple[bool, str, str | None, str, str | None]  # severe, lead code, API, rule, node
-
-
-def _burst_key(b: Burst, found: tuple[Key, int]) -> BurstKey:
-    return (not b.severe, b.first_seen is None, b.first_seen or "", b.source, b.first_line, *found)
-
-
-@dataclass(slots=True)
-class _GroupAgg:
-    key: BurstKey
-    first: Burst
-    bursts: int = 0
-    findings: int = 0
-    first_seen: str | None = None
-    last_seen: str | None = None
-
-    def add(self, key: BurstKey, b: Burst, count: int, findings: int, first: str | None, last: str | None) -> None:
-        if key < self.key:
-            self.key, self.first = key, b
-        self.bursts += count
-        self.findings += findings
-        if first and (self.first_seen is None or first < self.first_seen):
-            self.first_seen = first
-        if last and (self.last_seen is None or last > self.last_seen):
-            self.last_seen = last
-
-
 def summarize(findings: Iterable[Finding], rules: RuleSet | None = None) -> Summary:
     """The summary block every report shows (`findings` in report order)."""
     tally = Tally()
     for f in findings:
         tally.add(f)
     return tally.summary()
-
-
-def _seconds(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None
 
 
 def _key(f: Finding) -> Key:
@@ -205,70 +156,6 @@ class _FoldAgg:
             evidence=f.api_evidence, first_timestamp=f.timestamp)
 
 
-class _OpenBurst:
-    """A burst being built: the findings it needs to name (first, lead, one per other code) and
-    counts, never the whole run."""
-
-    __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "others", "min_stamp",
-                 "max_stamp", "severe_specific", "severe_any", "lead_is_specific")
-
-    def __init__(self, f: Finding, seconds: float | None) -> None:
-        self.first = f
-        self.lead = f
-        self.lead_is_specific = not f.generic
-        self.count = 0
-        self.echoes = 0  # generic findings other than the lead
-        self.others: dict[tuple[str, str, str], Finding] = {}
-        self.min_stamp: str | None = None
-        self.max_stamp: str | None = None
-        self.severe_specific = False
-        self.severe_any = False
-        self.add(f, seconds)
-
-    def add(self, f: Finding, seconds: float | None) -> None:
-        self.count += 1
-        self.last_line, self.last_seconds = f.line, seconds
-        bad = f.recoverable is not True
-        self.severe_any |= bad
-        if f.generic:
-            if f is not self.lead:
-                self.echoes += 1
-        else:
-            self.severe_specific |= bad
-            if not self.lead_is_specific:  # the first specific code becomes the lead
-                if self.lead is not f and self.lead.generic:
-                    self.echoes += 1  # the generic first finding is now an echo
-                self.lead, self.lead_is_specific = f, True
-            elif f is not self.lead:
-                self.others.setdefault((f.code, f.api or "", f.action), f)
-        # A traceback's last line has no stamp of its own: it takes its record's time.
-        stamp = f.timestamp or f.time_hint
-        if stamp:
-            if self.min_stamp is None or stamp < self.min_stamp:
-                self.min_stamp = stamp
-            if self.max_stamp is None or stamp > self.max_stamp:
-                self.max_stamp = stamp
-
-    def close(self) -> Burst:
-        lead, first = self.lead, self.first
-        return Burst(
-            source=lead.source, node=lead.node, kind=lead.kind, pid=lead.pid,
-            first_line=first.line, last_line=self.last_line,
-            first_seen=self.min_stamp, last_seen=self.max_stamp, findings=self.count,
-            severe=self.severe_specific if self.lead_is_specific else self.severe_any,
-            lead=BurstLead(
-                line=lead.line, timestamp=lead.timestamp, inferred_time=lead.time_hint,
-                code=lead.code, name=lead.name, api=lead.api, api_evidence=lead.api_evidence,
-                recoverable=lead.recoverable, rule=lead.rule, action=lead.action, remedy=lead.remedy,
-                text=lead.text),
-            echoes=self.echoes,
-            # Lower-level errors logged just before the lead: the likely root cause.
-            causes=tuple(Cause(line, family, code, meaning) for line, family, code, meaning in lead.causes[:5]),
-            also=tuple(AlsoCode(code=f.code, name=f.name, api=f.api, line=f.line, action=f.action,
-                                recoverable=f.recoverable) for _, f in sorted(self.others.items())),
-        )
-
-
 class Tally:
     """Aggregates of a stream of findings (fed in report order), enough for the summary."""
 
@@ -280,12 +167,7 @@ class Tally:
         self.actions: Counter[str] = Counter()
         self.nodes: dict[str, _NodeAgg] = {}
         self.folds: dict[tuple[str, str | None], _FoldAgg] = {}
-        self.open: dict[tuple[str, str | None, str | None], _OpenBurst] = {}
-        self.bursts: list[tuple[BurstKey, Burst]] = []  # the first MAX_BURSTS in report order (trimmed lazily)
-        self.burst_count = 0
-        self.groups: dict[GroupKey, _GroupAgg] = {}
-        self._thread_start: dict[tuple[str, str | None, str | None], tuple[Key, int]] = {}
-        self._source: str | None = None
+        self.bursts = Bursts()
         self.fleet = FleetTally()  # per bundle, and each failure across bundles
 
     def add(self, f: Finding) -> None:
@@ -312,66 +194,10 @@ class Tally:
             fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
         fold.add(f)
         self.fleet.add(f)
-        self._add_to_burst(f)
-
-    def _add_to_burst(self, f: Finding) -> None:
-        """Runs of findings of one thread (or process) in one source, cut where lines or time
-        jump: one operation's failure, its echoes and what it set off in the same thread."""
-        if f.source != self._source:  # report order: a source's threads are complete
-            self._close_all()
-            self._source = f.source
-        # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
-        thread = (f.source, f"{f.pod}/{f.pid}" if f.pod else f.pid, f.tid)
-        current = self.open.get(thread)
-        seconds = _seconds(f.timestamp)
-        if current is not None:
-            t0 = current.last_seconds
-            gap_time = t0 is not None and seconds is not None and abs(seconds - t0) > BURST_SECONDS
-            if f.line - current.last_line > BURST_LINES or gap_time:
-                self._close(thread)
-                current = None
-        if current is None:
-            self.open[thread] = _OpenBurst(f, seconds)
-            start = self._thread_start.get(thread)
-            if start is None:
-                self._thread_start[thread] = (_key(f), 0)
-        else:
-            current.add(f, seconds)
-
-    def _close(self, thread: tuple[str, str | None, str | None]) -> None:
-        first, n = self._thread_start[thread]
-        self._keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
-        self._thread_start[thread] = (first, n + 1)
-
-    def _keep(self, key: BurstKey, burst: Burst, count: int = 1, findings: int | None = None,
-              first: str | None = None, last: str | None = None) -> None:
-        """Count a burst in its group and keep it if it is among the first MAX_BURSTS."""
-        self.burst_count += count
-        lead = burst.lead
-        gkey = (burst.severe, lead.code, lead.api, lead.rule, burst.node)
-        group = self.groups.get(gkey)
-        if group is None:
-            group = self.groups[gkey] = _GroupAgg(key, burst)
-        group.add(key, burst, count, burst.findings if findings is None else findings,
-                  burst.first_seen if count == 1 else first, burst.last_seen if count == 1 else last)
-        if count == 1:
-            self.bursts.append((key, burst))
-            if len(self.bursts) >= 2 * MAX_BURSTS:
-                self._trim()
-
-    def _trim(self) -> None:
-        self.bursts.sort(key=lambda kb: kb[0])
-        del self.bursts[MAX_BURSTS:]
-
-    def _close_all(self) -> None:
-        for thread in list(self.open):
-            self._close(thread)
-        self._thread_start.clear()
+        self.bursts.add(f)
 
     def merge(self, other: Tally) -> None:
         """Add the tally of other findings (from other sources) to this one."""
-        self._close_all()
-        other._close_all()
         self.count += other.count
         self.unrecoverable += other.unrecoverable
         self.unknown += other.unknown
@@ -393,19 +219,10 @@ class Tally:
                 self.folds[fkey].merge(fold)
             else:
                 self.folds[fkey] = fold
-        self.bursts += other.bursts
-        self._trim()
-        self.burst_count += other.burst_count
-        for gkey, group in other.groups.items():
-            if gkey in self.groups:
-                self.groups[gkey].add(group.key, group.first, group.bursts, group.findings, group.first_seen,
-                                      group.last_seen)
-            else:
-                self.groups[gkey] = group
+        self.bursts.merge(other.bursts)
 
     def summary(self) -> Summary:
         """The summary of everything added so far."""
-        self._close_all()
         if not self.count:
             return Summary()
         codes = [CodeRow(code, name or None, api or None, rule, agg.action, agg.recoverable, agg.count,
@@ -419,15 +236,12 @@ class Tally:
                       for name, n in sorted(self.nodes.items()))
         # Bursts holding something not known to be recoverable first; then in time order (untimed
         # last), so the story reads forward.
-        self._trim()
-        bursts = [b for _, b in self.bursts]
-        groups = tuple(BurstGroup(g.first, g.bursts, g.findings, g.first_seen, g.last_seen)
-                       for g in sorted(self.groups.values(), key=lambda g: g.key))
+        bursts, groups = self.bursts.result()
         folded = sorted((fold.row() for fold in self.folds.values()),
                         key=lambda r: (r.first_source, r.first_line, r.code, r.node or ""))
         bundles, more_bundles = self.fleet.bundle_rows()
         prints, more_prints = self.fleet.fingerprint_rows()
         return Summary(findings=self.count, unrecoverable=self.unrecoverable, unknown_codes=self.unknown,
-                       codes=tuple(codes), actions=tuple(actions), nodes=nodes, bursts=tuple(bursts),
+                       codes=tuple(codes), actions=tuple(actions), nodes=nodes, bursts=bursts,
                        bundles=bundles, more_bundles=more_bundles, fingerprints=prints, more_fingerprints=more_prints,
-                       folded=tuple(folded), burst_count=self.burst_count, burst_groups=groups)
+                       folded=tuple(folded), burst_count=self.bursts.count, burst_groups=groups)
