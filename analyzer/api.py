@@ -50,6 +50,7 @@ class Options:
     prefilter: str = "auto"  # auto | hyperscan | find
     not_these: tuple[str, ...] = ()  # files never to read (the report being written)
     node: str | None = None  # --node: the node of logs whose path names none (a scan on the node itself)
+    follow: bool = False  # follow symlinks that lead out of the folders given
 
     def engine_factory(self, rules: RuleSet) -> EngineFactory:
         """What builds an engine for these options, in this process or in a worker."""
@@ -94,7 +95,8 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
     ruleset = rules or RuleSet.load([Path(d) for d in rules_dirs])
     skipped: list[Skipped] = []
     excluded: list[str] = []
-    sources = list(iter_sources(names, skipped, options.selection, excluded, options.not_these))
+    sources = list(iter_sources(names, skipped, options.selection, excluded, options.not_these,
+                                follow=options.follow))
     store = FindingStore(spill_dir())
     try:
         with ExitStack() as stack:
@@ -111,6 +113,7 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             store, stats = merge(units, results, store)
             progress.finish()
         stats.skipped[:0] = skipped
+        stats.skipped = list(dict.fromkeys(stats.skipped))  # workers report a disabled rule once each
         stats.excluded += len(excluded)
         since, until = window_bound(options.since, options.tz), window_bound(options.until, options.tz)
         store.transform = time_policy(store.raw, store.guessed > 0, since, until)

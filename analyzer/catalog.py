@@ -7,7 +7,9 @@ package (`analyzer/data/`, package data), so an installed ddtriage finds it wher
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -79,22 +81,66 @@ def format_code(value: int) -> str:
 # one (~3 ms instead of ~30 ms for the built-in rules, measured; a compiled-rules cache would save
 # little more and is one more thing to invalidate).
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_YAML_BYTES = 4 << 20  # a rules file is a few KiB; this refuses a "bomb" before it is parsed
+MAX_YAML_DEPTH = 64  # rules nest five levels; the composer recurses per level
+
+
+class _UnsafeYaml(Exception):
+    """A YAML construct a rules file may not use (alias, tag, deep nesting)."""
+
+    def __init__(self, problem: str, line: int) -> None:
+        super().__init__(problem)
+        self.problem, self.line = problem, line
+
+
+def _check_events(text: str) -> None:
+    """Refuse aliases (a 569-byte "billion laughs" expands to gigabytes), explicit tags and nesting
+    deeper than MAX_YAML_DEPTH (a RecursionError in the composer), from the parser's events, before
+    anything is composed (the events come from libyaml too, when it is there)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        line = event.start_mark.line + 1 if event.start_mark is not None else 0
+        if isinstance(event, yaml.AliasEvent):
+            raise _UnsafeYaml("aliases (*name) are not allowed in rules files", line)
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!"):
+            raise _UnsafeYaml(f"tags ({tag}) are not allowed in rules files", line)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise _UnsafeYaml(f"nested deeper than {MAX_YAML_DEPTH} levels", line)
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def read_yaml(path: Path) -> object:
-    """Load a YAML file, turning every failure into a RuleError that names the file."""
+    """Load a YAML file, turning every failure into a RuleError that names the file. Only a
+    regular file of at most MAX_YAML_BYTES is read (a FIFO would block); see `_check_events`."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            return yaml.load(handle, Loader=_LOADER)
+        # O_NONBLOCK: opening a FIFO would wait for a writer; a regular file ignores the flag.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb", buffering=0) as raw:
+            st = os.fstat(raw.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise RuleError(f"{path}: not a regular file")
+            data = raw.read(MAX_YAML_BYTES + 1)
+        if len(data) > MAX_YAML_BYTES:
+            raise RuleError(f"{path}: larger than {MAX_YAML_BYTES >> 20} MiB; not a rules file")
+        text = data.decode("utf-8")
+        _check_events(text)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
     except OSError as exc:
         raise RuleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise RuleError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except _UnsafeYaml as exc:
+        raise RuleError(f"{path}: line {exc.line}: unsafe YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RuleError(f"{path}:{where}: invalid YAML: {problem}") from None
+    except RecursionError:  # nesting in flow style that the composer never sees (`[[[[...`)
+        raise RuleError(f"{path}: invalid YAML: nested too deeply") from None
 
 
 def _require(cond: bool, where: str, reason: str) -> None:

@@ -120,6 +120,10 @@ class Engine:
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
+        for rule_id, why in self.rules.disabled.items():  # a user regex that ran out of time
+            rule = self.rules.by_id[rule_id]
+            if Skipped(rule.origin, why) not in stats.skipped:
+                stats.skipped.append(Skipped(rule.origin, why))
         return findings
 
     # -- one text stream ---------------------------------------------------------------------

@@ -36,11 +36,12 @@ class Header:
     pod: str | None = None  # the pod an envelope names: records of two pods never share a thread
 
 
-# plog/device log and the llm_datadist Python logger share one grammar:
+# plog/device log and the llm_datadist Python logger share one grammar. Possessive and bounded
+# repeats keep it linear on flattened blocks (thousands of headers on one line, some cut short):
 # [LEVEL] MODULE(PID,PNAME):TIMESTAMP [file:LINE]TID Func: message
 _PLOG = re.compile(
     r"\[?(?P<level>ERR[O0]R|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|CRITICAL|FATAL)\]\s*"
-    r"(?P<module>[A-Za-z_][\w-]*)\s*\(\s*(?P<pid>\d+)\s*,\s*(?P<pname>[^)]*)\)\s*:\s*"
+    r"(?P<module>[A-Za-z_][\w-]*+)\s*+\(\s*+(?P<pid>\d++)\s*+,\s*+(?P<pname>[^)]{0,256}+)\)\s*+:\s*+"
     r"(?P<date>\d{4}-\d\d-\d\d)[- T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,3})(?:[.,](?P<us>\d{1,3}))?)?\s*"
     r"(?:\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s*)?"
 )
@@ -54,7 +55,7 @@ _PLOG_TAIL = (
     re.compile(r"(?P<tid>\d+)\s"),
 )
 _VLLM = re.compile(
-    r"(?:\((?P<worker>[^()]*?)\)\s*)*"
+    r"(?:\((?P<worker>[^()]*+)\)\s*+)*+"
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+(?P<md>\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d+))?\s+"
     r"\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s?"
 )

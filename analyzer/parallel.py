@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, cast
@@ -180,14 +182,21 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
     processes when there is more than one job and unit (and no unit reads stdin), else one by
     one in this process."""
     if jobs > 1 and len(units) > 1 and not any(s.is_stdin for u in units for s in u.sources):
-        with ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
-                                 initargs=(make_engine,)) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
+                                   initargs=(make_engine,))
+        try:
             results = pool.map(partial(_run_in_worker, spill_dir=spill_dir), units)
             for unit, result in zip(units, results, strict=True):
                 yield result
                 progress.advance(unit.size)
                 for _ in range(len(unit.sources) if unit.ends_source else 0):
                     progress.file_done()
+        except BaseException:
+            # Ctrl-C, SIGTERM (raised as an exception by the CLI) or a failed unit: stop the
+            # workers now, whatever they are blocked on, instead of waiting for their units.
+            stop_workers(pool)
+            raise
+        pool.shutdown()
     else:
         engine = make_engine(progress=progress)
         for unit in units:
@@ -199,9 +208,34 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
 _WORKER: Engine | None = None  # the engine of this worker process
 
 
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill a pool's worker processes and drop its queued work, without waiting."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # no public way to reach them
+    for process in processes:
+        with suppress(OSError, ValueError, AttributeError):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with suppress(OSError, ValueError, AttributeError, AssertionError):
+            process.join(1)
+
+
 def _init_worker(make_engine: EngineFactory) -> None:
     global _WORKER
+    # Ctrl-C reaches the whole process group: the parent alone decides, and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
+    _die_with_parent()
     _WORKER = make_engine()
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel send SIGTERM to this worker when its parent dies (even by SIGKILL)."""
+    with suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:

@@ -61,7 +61,7 @@ class CodeMatcher:
         # The generic code's text ("failed") says nothing on its own; its number is checked below.
         texts = {c.plog_text: c.value & 0xFFFFFFFF for c in catalog.codes if c.plog_text and not c.generic}
         self._errno_text = re.compile(
-            r"ErrorNo\s*:\s*-?\d*\s*\((" + "|".join(map(re.escape, sorted(texts, key=len, reverse=True))) + r")\)"
+            r"ErrorNo\s*+:\s*+-?\d*+\s*+\((" + "|".join(map(re.escape, sorted(texts, key=len, reverse=True))) + r")\)"
         ) if texts else None
         self._text_values = texts
         standalone = [c.plog_text for c in catalog.codes if c.standalone_text and c.plog_text]

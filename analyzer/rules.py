@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .envelopes import EnvelopeTable
 from .errors import RuleError
@@ -23,6 +25,9 @@ UNKNOWN_RULE_ID = "unknown-code"
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _RULE_FIELDS = {"id", "description", "match", "action", "recoverable", "remedy", "references", "examples"}
 _MATCH_FIELDS = {"codes", "apis", "not_apis", "in_cluster_results", "nearby", "unknown"}
+# A user's `nearby` regex may backtrack catastrophically: each search gets this long, then the rule
+# is reported and disabled for the rest of the run (the `regex` module's `timeout`).
+NEARBY_TIMEOUT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +38,7 @@ class Rule:
     apis: frozenset[str] | None
     not_apis: frozenset[str] | None
     in_cluster_results: bool | None
-    nearby: re.Pattern | None
+    nearby: regex.Pattern | None
     action: str
     recoverable: bool | None
     recoverable_set: bool
@@ -68,7 +73,7 @@ class Rule:
             return False
         if self.in_cluster_results is not None and in_cluster != self.in_cluster_results:
             return False
-        return not (self.nearby is not None and not self.nearby.search(nearby_text()))
+        return not (self.nearby is not None and not self.nearby.search(nearby_text(), timeout=NEARBY_TIMEOUT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +103,7 @@ class RuleSet:
         self._by_code: dict[int, list[Rule]] = {}
         self._generic = [r for r in self._ordered if r.codes is None]
         self.uses_nearby = any(r.nearby is not None for r in rules)
+        self.disabled: dict[str, str] = {}  # rule id -> why it stopped being tried (a regex timeout)
 
     def candidates(self, value: int) -> list[Rule]:
         rules = self._by_code.get(value)
@@ -111,7 +117,15 @@ class RuleSet:
         is recoverable (the rule says so when it sets `recoverable`, else the catalog's code)."""
         code = self.catalog.get(value)
         for rule in self.candidates(value):
-            if rule.matches(value, code is not None, api, in_cluster, nearby_text):
+            if rule.id in self.disabled:
+                continue
+            try:
+                hit = rule.matches(value, code is not None, api, in_cluster, nearby_text)
+            except TimeoutError:
+                self.disabled[rule.id] = (f"rule {rule.id}: `nearby` regex ran over {NEARBY_TIMEOUT:g} s on one "
+                                          "finding; rule disabled for this run")
+                continue
+            if hit:
                 recoverable = rule.recoverable if rule.recoverable_set else (code.recoverable if code else None)
                 return RuleMatch(rule, code, recoverable)
         raise AssertionError(f"no rule for {format_code(value)}")  # the fallback always matches
@@ -272,15 +286,15 @@ def _non_empty_list(match: dict[str, Any], key: str, fail: Callable[[str], RuleE
     return True
 
 
-def _nearby(match: dict[str, Any], fail: Callable[[str], RuleError]) -> re.Pattern[str] | None:
+def _nearby(match: dict[str, Any], fail: Callable[[str], RuleError]) -> regex.Pattern[str] | None:
     """`match.nearby` compiled, or None."""
     if "nearby" not in match:
         return None
     if not isinstance(match["nearby"], str) or not match["nearby"]:
         raise fail("match.nearby: must be a regular expression string")
     try:
-        return re.compile(match["nearby"])
-    except re.error as exc:
+        return regex.compile(match["nearby"])
+    except (regex.error, ValueError) as exc:
         raise fail(f"match.nearby: invalid regular expression: {exc}") from None
 
 

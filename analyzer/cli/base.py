@@ -1,10 +1,15 @@
 """Shared pieces of the `ddtriage` command: the group, exit codes, option types, error exits.
 
-Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule or input error.
+Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or internal error;
+130 interrupted (Ctrl-C); 141 the reader of the output went away (`| head`); 143 terminated.
 """
 
 from __future__ import annotations
 
+import errno
+import io
+import math
+import os
 import re
 import sys
 from datetime import datetime, timedelta, tzinfo
@@ -17,6 +22,7 @@ from ..errors import DDTriageError
 from ..rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
 MISSING = "no such file or directory"
 
 rules_option = click.option(
@@ -29,21 +35,84 @@ def load_rules(rules_dirs: tuple[Path, ...] | list[Path]) -> RuleSet:
     return RuleSet.load(list(rules_dirs))
 
 
+def warn(level: str, message: str) -> None:
+    """One line on stderr (`ddtriage: LEVEL: message`), made safe for a terminal."""
+    from ..writers.safe import terminal
+
+    if sys.stderr is not None:
+        click.echo(f"ddtriage: {level}: {terminal(message)}", err=True)
+
+
 def fail(message: str) -> NoReturn:
     """A one-line error on stderr, exit 2."""
-    click.echo(f"ddtriage: error: {message}", err=True)
+    warn("error", message)
     sys.exit(EXIT_ERROR)
+
+
+class ClosedStream(io.TextIOBase):
+    """Stands in for a standard stream that was closed before start (`>&-`): using it is an error."""
+
+    def __init__(self, which: str) -> None:
+        self.which = which
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, f"standard {self.which} is closed")
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, f"standard {self.which} is closed")
+
+
+class PipeGuard(io.TextIOBase):
+    """Standard output that turns a broken pipe into a quiet exit 141 at the write that found it, the
+    same for every command and format (click would otherwise exit 1, the findings code)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            quiet_broken_pipe()
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            quiet_broken_pipe()
+
+    @property
+    def encoding(self) -> Any:  # type: ignore[override]  # TextIOBase has its own, None: click would rewrap
+        return self._stream.encoding
+
+    @property
+    def errors(self) -> Any:  # type: ignore[override]
+        return self._stream.errors
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    def __getattr__(self, name: str) -> Any:  # buffer, ...
+        return getattr(self._stream, name)
+
+
+DEBUG = {"on": False}  # --debug: an internal error shows its traceback
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ddtriage")
 @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
               help="Settings file (default: .ddtriage.toml or pyproject.toml [tool.ddtriage], from here upwards).")
+@click.option("--debug", is_flag=True, help="On an internal error, show the traceback (before the command).")
 @click.pass_context
-def cli(ctx: click.Context, config_file: Path | None) -> None:
+def cli(ctx: click.Context, config_file: Path | None, debug: bool) -> None:
     """Triage LLM-DataDist failures in CANN host/device logs and application logs."""
     from ..config import find_config, load_config
 
+    DEBUG["on"] = debug or DEBUG["on"]
     try:
         config = load_config(config_file or find_config())
     except DDTriageError as exc:
@@ -110,7 +179,8 @@ class Size(click.ParamType):
             scale = 1024 ** ("KMGT".index(text[-1]) + 1)
             text = text[:-1]
         try:
-            size = int(float(text) * scale)
+            number = float(text) * scale
+            size = int(number) if math.isfinite(number) and number < 2 ** 63 else 0
         except ValueError:
             size = 0
         if size <= 0:
@@ -118,12 +188,28 @@ class Size(click.ParamType):
         return size
 
 
+class Ratio(click.ParamType):
+    """A finite number of at least 1 (`nan` and `inf` are refused)."""
 
-def quiet_broken_pipe() -> None:
-    """The reader went away (`| head`): stop without a traceback, as other CLI tools do."""
-    import os
+    name = "RATIO"
 
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(EXIT_CLEAN)
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 1:
+            self.fail(f"{value!r} is not a finite number of at least 1", param, ctx)
+        return number
+
+
+def quiet_broken_pipe() -> NoReturn:
+    """The reader went away (`| head`): stop without a traceback, exit 141 (as a shell reports a
+    command killed by SIGPIPE), whatever the command and the format."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit cannot fail again
+    except (OSError, AttributeError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
 

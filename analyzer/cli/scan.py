@@ -6,7 +6,7 @@ import os
 import sys
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,7 +21,8 @@ from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
-    MISSING,
+    ClosedStream,
+    Ratio,
     Size,
     When,
     Zone,
@@ -30,7 +31,9 @@ from .base import (
     load_rules,
     quiet_broken_pipe,
     rules_option,
+    warn,
 )
+from .output import atomic_file, paths_in_error, refusal
 from .outputs import Output, resolve_outputs
 
 
@@ -62,8 +65,10 @@ from .outputs import Output, resolve_outputs
               help="Run on a Dask cluster: tcp://host:port of a scheduler, or local[:N] for N local workers.")
 @click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
               help="Decompression guard: most bytes one input may expand to.")
-@click.option("--max-ratio", type=click.FloatRange(1.0), default=2000.0, show_default=True,
-              help="Decompression guard: highest expansion ratio of compressed data.")
+@click.option("--max-ratio", type=Ratio(), default=2000.0, show_default=True,
+              help="Decompression guard: highest expansion ratio of compressed data, over all layers.")
+@click.option("--follow", is_flag=True,
+              help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep).")
 @click.option("--node", metavar="NAME",
               help="Node name for logs whose path names none (a scan of ~/ascend/log on the node itself).")
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
@@ -79,16 +84,16 @@ from .outputs import Output, resolve_outputs
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
          tz: tzinfo | None, year: int | None,
-         jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, node: str | None,
-         strict: bool, quiet: bool, allow_empty: bool, baseline: str | None, write_baseline: str | None,
-         suppressions: str | None,
+         jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
+         node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
+         write_baseline: str | None, suppressions: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
     With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
     """
     from ..api import Options, analyze
-    from ..inputs import Limits, default_paths
+    from ..inputs import Limits, default_paths, printable
     from ..parallel import cpu_count
     from ..progress import Progress, ProgressBar
     from ..timepolicy import window_bound
@@ -99,22 +104,35 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     reports = resolve_outputs(fmt, outputs)
     files = tuple(r.path for r in reports if r.path != "-") + tuple(
         p for p in (baseline, write_baseline, suppressions) if p)  # never scan our own files
+    if any(r.path == "-" for r in reports) and isinstance(sys.stdout, ClosedStream):
+        fail("standard output is closed; write the report with --output FILE")
+    selection = _selection(include, exclude, hidden)
+    cpus = cpu_count()
+    if jobs and jobs > cpus and not dask_address:
+        if not quiet:
+            warn("note", f"--jobs {jobs} is more than the {cpus} CPUs this process may use; using {cpus}")
+        jobs = cpus
     try:
         targets = list(paths) or default_paths()
-        options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio),
-                          selection=_selection(include, exclude, hidden), since=since, until=until, year=year, tz=tz,
-                          not_these=files, node=node or None)
-        show_bar = not quiet and sys.stderr.isatty()
-        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpu_count(),
+        for report in reports:  # refused before anything is read or written
+            why = refusal(report.path, targets, selection) if report.path != "-" else None
+            if why:
+                fail(f"--output {report.path}: {why}")
+        options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio), selection=selection,
+                          since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
+                          follow=follow)
+        show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
+        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpus,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))
+    bad = {printable(p) for p in paths_in_error(targets)}  # a path given that cannot be used at all
     usage_error = False
     for skipped in analysis.inputs.to_dict()["skipped"]:
-        level = "error" if skipped["reason"] == MISSING and skipped["source"] in targets else "warning"
+        level = "error" if skipped["source"] in bad else "warning"
         usage_error |= level == "error"
         if level == "error" or not quiet:
-            click.echo(f"ddtriage: {level}: {skipped['source']}: {skipped['reason']}", err=True)
+            warn(level, f"{skipped['source']}: {skipped['reason']}")
     if not analysis.inputs.files and not usage_error and not allow_empty:
         left_out = analysis.inputs.excluded
         fail("nothing was scanned: no log file was read"
@@ -165,15 +183,22 @@ def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None
 
 
 def _write(report: Output, analysis: Analysis) -> None:
+    """One report: standard output, or a file written whole through a temporary file."""
     try:
         if is_binary(report.fmt):
             if report.path == "-" and sys.stdout.isatty():
                 fail(f"--format {report.fmt} is binary: write it to a file with -o FILE")
-            with click.open_file(report.path, "wb", lazy=False) as binary:
-                write_report(report.fmt, analysis, binary)
+            if report.path == "-":
+                write_report(report.fmt, analysis, sys.stdout.buffer)
+            else:
+                with atomic_file(report.path, binary=True) as binary:
+                    write_report(report.fmt, analysis, binary)
             return
-        with click.open_file(report.path, "w", encoding="utf-8", lazy=False) as handle:
-            write_report(report.fmt, analysis, cast(TextIO, handle))
+        if report.path == "-":
+            write_report(report.fmt, analysis, sys.stdout)
+        else:
+            with atomic_file(report.path) as handle:
+                write_report(report.fmt, analysis, handle)
     except BrokenPipeError:
         quiet_broken_pipe()
     except OSError as exc:

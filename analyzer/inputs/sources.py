@@ -1,6 +1,7 @@
 """Sources: turn command-line paths into top-level sources, skipping what cannot be read.
 
-Stage: inputs (paths). Files, directories (recursive, sorted, symlink loops survived) and `-` for stdin.
+Stage: inputs (paths). Files, directories (walked iteratively, sorted, symlink loops survived, confined
+to the folder given unless --follow) and `-` for stdin.
 With no path, the local Ascend log root: $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log. Every
 input that is not read is recorded with its reason. What is inside a file (compression,
 archives) is `unpack`'s business. Also here: the year a year-less timestamp belongs to.
@@ -118,35 +119,49 @@ def default_paths() -> list[str]:
                      "pass log files, folders, archives or - for stdin")
 
 
+# Pseudo file systems: their files lie about their size, never end, or block (/proc/kmsg).
+_PSEUDO = ("/proc", "/sys", "/dev")
+
+
 def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None,
-                 excluded: list[str] | None = None, not_these: tuple[str, ...] = ()) -> Iterator[Source]:
+                 excluded: list[str] | None = None, not_these: tuple[str, ...] = (),
+                 follow: bool = False) -> Iterator[Source]:
     """Top-level sources for every path, in command-line order; directories expand sorted.
     Files and folders pruned by --exclude are appended to `excluded`; `not_these` (the report
-    being written) are never read."""
+    being written) are never read. Each file is read once, however many links lead to it.
+    Inside a folder, a symlink that leads out of it is skipped unless `follow`; FIFOs, sockets,
+    devices and files of /proc, /sys and /dev are always skipped, with the reason."""
     selection = selection or Selection()
     excluded = excluded if excluded is not None else []
-    own: set[tuple[int, int]] = set()
+    seen: dict[tuple[int, int], str] = {}
     for path in not_these:
         try:
             st = os.stat(path)
-            own.add((st.st_dev, st.st_ino))
-        except OSError:
+            seen[(st.st_dev, st.st_ino)] = path  # our own report from an earlier run: never read
+        except (OSError, ValueError):
             pass
-    for source in _sources(paths, skipped, selection, excluded):
-        if own and source.path is not None:
+    for source in _sources(paths, skipped, selection, excluded, follow):
+        if source.path is not None:
             try:
                 st = os.stat(source.path)
-                if (st.st_dev, st.st_ino) in own:
-                    continue  # our own report from an earlier run
-            except OSError:
-                pass
+            except (OSError, ValueError):
+                yield source  # reported when it is opened
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue  # read already, through another link (`latest.log -> plog-1.log`)
+            seen[key] = source.name
         yield source
 
 
-def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
+def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, excluded: list[str],
+             follow: bool) -> Iterator[Source]:
     for raw in paths:
         if raw == "-":
-            yield Source("-", None, bundle="-")
+            if sys.stdin is None:
+                skipped.append(Skipped("-", "standard input is closed"))
+            else:
+                yield Source("-", None, bundle="-")
             continue
         if _URL.match(raw):
             yield from _url_sources(raw, skipped, selection, excluded)
@@ -159,9 +174,12 @@ def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, exc
         except OSError as exc:
             skipped.append(Skipped(printable(raw), exc.strerror or str(exc)))
             continue
+        except ValueError as exc:  # a NUL in the name
+            skipped.append(Skipped(printable(raw), str(exc)))
+            continue
         if stat.S_ISDIR(st.st_mode):
-            yield from _walk(raw, skipped, selection, excluded)
-        elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+            yield from _walk(raw, skipped, selection, excluded, follow)
+        elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):  # a FIFO named on purpose: <(zcat x)
             yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime,
                          printable(raw))
         else:
@@ -178,10 +196,19 @@ def _bundle_of(root: str, entry: str, is_dir: bool) -> str:
     return printable(root)
 
 
-def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:
-    seen: set[tuple[int, int]] = set()
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
-    def visit(directory: str, bundle: str | None = None) -> Iterator[Source]:
+
+def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: list[str],
+          follow: bool) -> Iterator[Source]:
+    """Files under `root`, sorted, depth first; iterative, so no depth is too deep."""
+    top = os.path.realpath(root)
+    pseudo_top = any(_inside(top, p) for p in _PSEUDO)  # scanning /proc on purpose is allowed
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Iterator[os.DirEntry[str]], str | None]] = []  # (entries left, their bundle)
+
+    def enter(directory: str, bundle: str | None) -> None:
         try:
             st = os.stat(directory)
         except OSError as exc:
@@ -192,32 +219,53 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             return  # a symlink loop or a second link to a directory already read
         seen.add(key)
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             skipped.append(Skipped(printable(directory), exc.strerror or str(exc)))
             return
-        for entry in entries:
-            if selection.skip_hidden(entry.name):
-                continue  # .git, .venv, .pytest_cache: not logs (--hidden reads them)
-            path = os.path.join(directory, entry.name)
-            if selection.excluded(path):
-                excluded.append(path)
-                continue
-            try:
-                est = os.stat(path)
-            except OSError as exc:
-                reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
-                skipped.append(Skipped(printable(path), reason))
-                continue
-            here = bundle or _bundle_of(root, entry.name, stat.S_ISDIR(est.st_mode))
-            if stat.S_ISDIR(est.st_mode):
-                yield from visit(path, here)
-            elif stat.S_ISREG(est.st_mode):
-                yield Source(printable(path), path, est.st_size, est.st_mtime, here)
-            else:  # a FIFO could block forever; sockets and devices are not logs
-                skipped.append(Skipped(printable(path), "not a regular file"))
+        stack.append((iter(entries), bundle))
 
-    yield from visit(root)
+    enter(root, None)
+    while stack:
+        entry, bundle = next(stack[-1][0], None), stack[-1][1]
+        if entry is None:
+            stack.pop()
+            continue
+        if selection.skip_hidden(entry.name):
+            continue  # .git, .venv, .pytest_cache: not logs (--hidden reads them)
+        path = entry.path
+        if selection.excluded(path):
+            excluded.append(path)
+            continue
+        real = os.path.realpath(path) if entry.is_symlink() else None
+        if real is not None and not follow and not _inside(real, top):
+            skipped.append(Skipped(printable(path), "symlink leads out of the folder scanned (--follow reads it)"))
+            continue
+        try:
+            est = os.stat(path)
+        except OSError as exc:
+            reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
+            skipped.append(Skipped(printable(path), reason))
+            continue
+        if not pseudo_top and any(_inside(real or os.path.abspath(path), p) for p in _PSEUDO):
+            skipped.append(Skipped(printable(path), "file of a pseudo file system (/proc, /sys, /dev)"))
+            continue
+        here = bundle or _bundle_of(root, entry.name, stat.S_ISDIR(est.st_mode))
+        if stat.S_ISDIR(est.st_mode):
+            enter(path, here)
+        elif stat.S_ISREG(est.st_mode):
+            yield Source(printable(path), path, est.st_size, est.st_mtime, here)
+        else:  # a FIFO could block forever; sockets and devices are not logs
+            skipped.append(Skipped(printable(path), f"not a regular file ({_kind(est.st_mode)})"))
+
+
+def _kind(mode: int) -> str:
+    for test, word in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return word
+    return "special file"
 
 
 def _url_sources(url: str, skipped: list[Skipped], selection: Selection, excluded: list[str]) -> Iterator[Source]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from . import safe
 from .ci import Group, groups, headline, level
 from .common import describe_api, describe_code, inputs_line, known_errors_lines, plural, recoverable_word
 
@@ -31,7 +32,10 @@ PER_LEVEL = 10  # GitHub's limit of annotations per level and step
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # CR and LF as the toolkit escapes them; any other control (ESC...) as a visible escape: CI logs
+    # render ANSI sequences.
+    escaped = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return safe.terminal(escaped)
 
 
 def escape_property(text: str) -> str:

@@ -18,6 +18,7 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .ci import groups, headline, stable_ids
+from .safe import json_text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -53,4 +54,4 @@ def write(analysis: Analysis, out: TextIO) -> None:
     if not issues:
         out.write("[]\n")
         return
-    out.write("[\n" + ",\n".join("  " + json.dumps(i, ensure_ascii=False) for i in issues) + "\n]\n")
+    out.write("[\n" + ",\n".join("  " + json_text(json.dumps(i, ensure_ascii=False)) for i in issues) + "\n]\n")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from .encode import finding_lines
+from .safe import json_text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -37,12 +38,13 @@ def write(analysis: Analysis, out: TextIO) -> None:
     known = analysis.known_errors
     if known is not None:  # what --baseline / --suppressions hid, and why
         head.update(known.to_dict())
-    text = json.dumps(head, indent=2, ensure_ascii=False)
+    # Escapes what a terminal could act on and names that are not UTF-8: still valid JSON.
+    text = json_text(json.dumps(head, indent=2, ensure_ascii=False))
     out.write(text[:-2] + ',\n  "findings": [')
     sep = "\n    "
     written = False
     for line in _lines(analysis):
-        out.write(sep + line)
+        out.write(sep + json_text(line))
         sep, written = ",\n    ", True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
 

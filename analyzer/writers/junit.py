@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 from xml.sax.saxutils import quoteattr
 
+from . import safe
 from .ci import Group, groups, headline, rules_in_use
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ _XML_BAD = {c: " " for c in range(32) if c not in (9, 10, 13)} | {0xFFFE: " ", 0
 
 def _clean(text: str) -> str:
     """XML 1.0 cannot hold most control characters (a log line may); surrogate escapes neither."""
-    text = text.translate(_XML_BAD)
+    # Other controls, C1, bidi and surrogates as visible escapes; the body's line breaks stay.
+    text = "\n".join(safe.terminal(part) for part in text.split("\n")).translate(_XML_BAD)
     return text.encode("utf-8", "replace").decode("utf-8") if any(0xD800 <= ord(c) < 0xE000 for c in text) else text
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from . import safe
 from .common import (
     describe_api,
     describe_burst_extras,
@@ -32,9 +33,8 @@ suffix = ".md"
 MAX_FINDINGS = 1000
 
 
-def _cell(value: object) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+_cell = safe.markdown  # untrusted names and text: no HTML, link, row or line can come out of them
+_code = safe.markdown_code  # the same inside a `code span`
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
@@ -75,7 +75,7 @@ def render(analysis: Analysis) -> str:
     shown = 0
     for row in s.folded[:MAX_FINDINGS]:
         api = f"{row.api} ({row.evidence})" if row.api else "-"
-        where = f"`{_cell(row.first_source)}:{row.first_line}`"
+        where = f"`{_code(row.first_source)}:{row.first_line}`"
         when = row.first_timestamp or ""
         if row.count > 1:
             when = fold_span(row)
@@ -100,7 +100,7 @@ def _recurring(analysis: Analysis) -> list[str]:
     for r in rows:
         out.append(f"| {r.bundles} | {r.nodes} | {r.findings} | {_cell(describe_code(r.code, r.name))} | "
                    f"{_cell(r.api or '-')} | {r.action} | {_cell(r.first_seen or '')} | {_cell(r.last_seen or '')} | "
-                   f"`{_cell(r.first_at)}` |")
+                   f"`{_code(r.first_at)}` |")
     if s.more_fingerprints and len(rows) == len(s.fingerprints):
         out.append(f"\nand up to {s.more_fingerprints} more: see the JSON report.")
     return out + [""]
@@ -121,7 +121,7 @@ def _diagnosis(s: Summary) -> list[str]:
         out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
                    f"{_cell(describe_api(lead.api, lead.api_evidence))}, "
                    + (f"node {_cell(b.node)}, " if b.node else "")
-                   + f"`{_cell(b.source)}:{lead.line}`"
+                   + f"`{_code(b.source)}:{lead.line}`"
                    + (f" at {when}" if when else "")
                    + f", {recoverable_word(lead.recoverable)}.")
         if b.causes:

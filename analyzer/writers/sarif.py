@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from .ci import KEEP, TOOL_URI, groups, headline, level
+from .safe import json_text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -110,4 +111,4 @@ def build(analysis: Analysis) -> dict[str, Any]:
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    out.write(json.dumps(build(analysis), indent=2, ensure_ascii=False) + "\n")
+    out.write(json_text(json.dumps(build(analysis), indent=2, ensure_ascii=False)) + "\n")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, TextIO
 
+from . import safe
 from .common import (
     describe_api,
     describe_burst_extras,
@@ -57,6 +58,11 @@ def write(analysis: Analysis, out: TextIO) -> None:
 
 
 def render(analysis: Analysis) -> str:
+    # Names and reasons come from untrusted bundles: every line is made safe for a terminal.
+    return "\n".join(safe.terminal(line) for line in _lines(analysis).split("\n"))
+
+
+def _lines(analysis: Analysis) -> str:
     s = analysis.summary
     out = _wrap("ddtriage: " + inputs_line(analysis), "")
     for skipped in analysis.inputs.to_dict()["skipped"]:

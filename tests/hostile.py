@@ -1,0 +1,41 @@
+"""Shared pieces of the hostile-input tests (tests/test_hostile_*.py): running the real command
+in a subprocess, and a finding line to plant in hostile inputs. Every hostile fixture is built
+inside the tests, small or sparse: a bomb is a highly compressible stream stopped by the guards."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# One finding: LLM_WAIT_PROC_TIMEOUT from PullKvBlocks, in plog form.
+FINDING = ("[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:812]5571 PullKvBlocks: "
+           "ErrorNo: 1343270913(request wait to be processed timeout!)")
+ESCAPES = ("\x1b", "\x07", "\x9b", "\u202e")  # what must never reach a terminal raw
+
+
+def line(n: int) -> bytes:
+    """Line `n` of a log: a finding whose text carries the number, so a lost line shows."""
+    return f"{FINDING} line-{n}\n".encode()
+
+
+def ddtriage(*args: str | os.PathLike[str] | bytes, timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess:
+    """Run the installed command as a user would (`python -m analyzer`), capturing bytes."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "analyzer", *map(_arg, args)], capture_output=True,
+                          timeout=timeout, env=env, cwd=kwargs.pop("cwd", None), **kwargs)  # type: ignore[call-overload]
+
+
+def _arg(value: str | os.PathLike[str] | bytes) -> str | bytes:
+    return value if isinstance(value, bytes) else os.fspath(value)
+
+
+def one_line_error(stderr: bytes) -> str:
+    """The stderr of a failed run: exactly one `ddtriage: error:` line and no traceback."""
+    text = stderr.decode("utf-8", "replace")
+    assert "Traceback" not in text, text
+    errors = [x for x in text.splitlines() if x.startswith("ddtriage: error:")]
+    assert len(errors) == 1, text
+    return errors[0]
