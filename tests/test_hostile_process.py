@@ -31,21 +31,24 @@ def _alive(pid: int) -> bool:
 
 
 def _start_blocked(tmp_path: Path, jobs: int) -> tuple[subprocess.Popen, set[int]]:
-    """A scan stuck on two FIFOs that nobody writes, with its workers (when jobs > 1) started."""
-    for name in ("a.log", "b.log"):
-        os.mkfifo(tmp_path / name)
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer", "scan", str(tmp_path / "a.log"),
-                             str(tmp_path / "b.log"), "--jobs", str(jobs)],
+    """A scan stuck on two FIFOs that nobody writes (a real log between them makes each its own work
+    unit), with its workers (when jobs > 1) started."""
+    os.mkfifo(tmp_path / "a.log")
+    (tmp_path / "b.log").write_text((FINDING + "\n") * 10_000)
+    os.mkfifo(tmp_path / "c.log")
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer", "scan", *(str(tmp_path / n) for n in ("a.log", "b.log", "c.log")),
+                             "--jobs", str(jobs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     workers: set[int] = set()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + (20 if jobs > 1 else 1.5)
     while time.monotonic() < deadline:  # wait for the scan to be under way
         workers = {p for p in _children(proc.pid) if _alive(p)}
-        if (len(workers) >= 2) if jobs > 1 else (time.monotonic() > deadline - 17):
+        if jobs > 1 and len(workers) >= 2:
             break
         time.sleep(0.05)
-    time.sleep(0.5)
+    assert jobs == 1 or len(workers) >= 2, "the workers did not start"
+    time.sleep(0.3)
     return proc, workers
 
 
