@@ -296,3 +296,18 @@ def test_files_are_written_before_a_closed_stdout(in_root, tmp_path):
     proc.stdout.close()  # the reader went away before the first byte
     proc.wait(timeout=120)
     assert json.loads((tmp_path / "f.sarif").read_text())["runs"][0]["results"]
+
+
+def test_a_clean_run_is_valid_in_every_ci_format(tmp_path, sarif_schema, junit_schema, gitlab_schema):
+    (tmp_path / "ok.log").write_text("[INFO] all links up\nLLM_SUCCESS\n")
+    log = json.loads(report("sarif", tmp_path))
+    jsonschema.Draft4Validator(sarif_schema).validate(log)
+    assert log["runs"][0]["results"] == []
+    xml = report("junit", tmp_path)
+    junit_schema.validate(xml)
+    suite = junit_schema.to_dict(xml)["testsuite"][0]
+    assert suite["@failures"] == "0" and int(suite["@tests"]) == len(suite["testcase"]) > 40
+    assert json.loads(report("gitlab", tmp_path)) == []
+    jsonschema.Draft7Validator(gitlab_schema).validate([])
+    assert not [ln for ln in report("github", tmp_path).splitlines() if ln.startswith("::")]
+    assert "No LLM-DataDist status codes found." in report("github-summary", tmp_path)
