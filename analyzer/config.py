@@ -53,6 +53,7 @@ KEYS: dict[str, Key] = {
     "allow-empty": Key("allow_empty", "bool"),
     "strict": Key("strict", "bool"),
     "jobs": Key("jobs", "int"),
+    "tz": Key("tz", "str"),  # the zone of zone-less stamps, as --tz
 }
 
 

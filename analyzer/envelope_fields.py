@@ -23,6 +23,11 @@ def envelope_time(raw: str, fmt: str, year: Year = None) -> str | None:
     """An envelope's time as ISO 8601: with its offset when it has one (`+00:00` for epoch
     values), without when it is written without (syslog, Kibana). None when it does not parse."""
     try:
+        if fmt == "rfc3339" and re.fullmatch(r"\d{9,}(?:\.\d+)?", raw.strip()):
+            # a number where a date was expected: seconds, milliseconds or microseconds since 1970
+            digits = len(raw.strip().partition(".")[0])
+            return envelope_time(raw, "epoch-us") if digits >= 15 else (
+                envelope_time(raw, "epoch-ms") if digits >= 12 else envelope_time(raw, "epoch"))
         if fmt == "rfc3339":
             m = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$", raw.strip())
             if not m:
@@ -31,10 +36,13 @@ def envelope_time(raw: str, fmt: str, year: Year = None) -> str | None:
             zone = m.group(4)
             zone = "+00:00" if zone == "Z" else (zone if not zone or ":" in zone else f"{zone[:3]}:{zone[3:]}")
             return datetime.fromisoformat(f"{m.group(1)}T{m.group(2)}{frac}{zone or ''}").isoformat()
-        if fmt in ("epoch", "epoch-us"):
+        if fmt in ("epoch", "epoch-ms", "epoch-us"):
             whole, _, frac = raw.strip().partition(".")
             if fmt == "epoch-us":
                 seconds, micros = divmod(int(whole), 1_000_000)
+            elif fmt == "epoch-ms":
+                seconds, millis = divmod(int(whole), 1000)
+                micros = millis * 1000 + (int(frac[:3].ljust(3, "0")) if frac else 0)
             else:
                 seconds, micros = int(whole), int(frac[:6].ljust(6, "0")) if frac else 0
             return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=seconds, microseconds=micros)).isoformat()

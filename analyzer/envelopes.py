@@ -24,7 +24,7 @@ from .errors import RuleError
 from .logline import Year
 
 SHAPES = ("line", "json", "prefix-json", "search", "csv", "terminal")
-TIME_FORMATS = ("rfc3339", "epoch", "epoch-us", "syslog", "kibana")
+TIME_FORMATS = ("rfc3339", "epoch", "epoch-ms", "epoch-us", "syslog", "kibana")
 PARTIALS = ("cri", "docker", "journald")
 ROLES = ("message", "time", "stream", "pod", "container", "node", "namespace", "partial")
 DETECT_LINES = 8  # non-empty lines of a stream's head that detection looks at
@@ -156,7 +156,7 @@ class Unwrapper:
             obj = json_object(line)
             if obj is None:
                 return [Record(clean(loose_message(line, env.fields.get("message", ()))))]
-            return [self._from_object(obj)]
+            return [self._from_object(obj, line)]
         if shape == "prefix-json":
             return [self._prefix_json(line)]
         if shape == "search":
@@ -185,9 +185,13 @@ class Unwrapper:
         rec = self._from_object(obj)
         return _replace(rec, time=self._time(m.group("time")) or rec.time)
 
-    def _from_object(self, obj: dict[str, Any]) -> Record:
+    def _from_object(self, obj: dict[str, Any], whole: str | None = None) -> Record:
+        """A record from a JSON object; with `whole` (one object a line), an object without a
+        message field is scanned as its `key=value` pairs (a message key the table lacks)."""
         get = self._getter(obj)
         message = get("message")
+        if message is None and whole is not None:
+            message = " ".join(_pairs(obj))
         if isinstance(message, list):  # journald: a byte array when it holds control bytes
             message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", errors="replace")
         text = clean(str(message if message is not None else "").removesuffix("\n"), self.envelope.escapes)
@@ -332,6 +336,15 @@ def _examples(examples: object, where: str) -> list[dict[str, Any]]:
         if extra:
             raise RuleError(f"{where}: examples: unknown field(s) {', '.join(extra)}")
     return examples
+
+
+def _pairs(obj: Any, prefix: str = "") -> list[str]:
+    """`key=value` for every scalar in a JSON object, nested keys dotted, strings unescaped."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _pairs(v, f"{prefix}{k}.")]
+    if isinstance(obj, list):
+        return [p for v in obj for p in _pairs(v, prefix)]
+    return [f"{prefix.rstrip('.')}={obj}"]
 
 
 def _split_at(text: str, start: int, end: int) -> tuple[str, str]:

@@ -224,3 +224,18 @@ def test_explain_accepts_hex_without_0x():
     result = CliRunner().invoke(cli, ["explain", "ffffffff"])
     assert result.exit_code == 0 and "LLM_FAILED" in result.stdout
     assert CliRunner().invoke(cli, ["explain", "5010c007"]).exit_code == 2
+
+
+def test_a_json_log_without_a_known_message_key_is_scanned_as_its_pairs(tmp_path):
+    text = ('{"severity":"E","when":"2025-11-12T03:40:05Z","err":{"op":"PullKvBlocks","detail":'
+            '"wait failed,\\tret = 5010b001"}}\n{"severity":"I","when":"2025-11-12T03:40:06Z","err":null}\n')
+    assert brief(scan(tmp_path, text), "line", "code", "api", "envelope") == [
+        (1, "0x5010B001", "PullKvBlocks", "json-lines")]
+
+
+def test_tz_from_the_config_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".ddtriage.toml").write_text('tz = "+08:00"\n')
+    line = "[ERROR] GE(1,p):2025-11-12-03:40:05.101.002 [llm_datadist.cc:1]2 PullKvBlocks: ret = 1343270913\n"
+    assert brief(scan(tmp_path, line), "timestamp") == [("2025-11-11T19:40:05.101002Z",)]
+    assert brief(scan(tmp_path, line, "--tz", "UTC"), "timestamp") == [("2025-11-12T03:40:05.101002Z",)]

@@ -111,6 +111,12 @@ def loki(lines, times):  # logcli --output=jsonl
                    for ln, t in zip(lines, times, strict=True))
 
 
+def json_lines(lines, times):  # zap's production encoder: level, ts (epoch seconds), caller, msg
+    return "".join(json.dumps({"level": "info", "ts": round(epoch(t), 6), "caller": "app/main.go:42", "msg": ln,
+                               "pod": "decode-0"}, separators=(",", ":")) + "\n"
+                   for ln, t in zip(lines, times, strict=True))
+
+
 def _search(lines, times):
     return {"took": 5, "timed_out": False, "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
             "hits": {"total": {"value": len(lines), "relation": "eq"}, "max_score": None,
@@ -148,7 +154,7 @@ WRAPPERS = {
     "docker-json-file": docker, "cri": cri, "kubectl-timestamps": kubectl_timestamps,
     "kubectl-prefix": kubectl_prefix, "syslog-rfc5424": syslog_5424, "syslog-rfc3164": syslog_3164,
     "journald-json": journald, "fluentbit-out-file": fluentbit, "loki-logcli-jsonl": loki,
-    "elasticsearch-search": search_pretty, "elasticsearch-search/one-line": search_one_line, "csv": kibana_csv,
+    "json-lines": json_lines, "elasticsearch-search": search_pretty, "elasticsearch-search/one-line": search_one_line, "csv": kibana_csv,
     "terminal-colour": terminal,
 }
 NO_ZONE = {"syslog-rfc3164", "csv", "terminal-colour"}  # the envelope tells no zone: --tz says it
