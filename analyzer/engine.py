@@ -105,14 +105,15 @@ class Engine:
 
     def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
                   history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
-                  sink: Sink | None = None) -> list[Finding]:
+                  sink: Sink | None = None, head: bytes | None = None) -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
-        its lines and bytes are added to `stats`, and a read error that stops it is listed."""
+        its lines and bytes are added to `stats`, and a read error that stops it is listed.
+        `head`: the first bytes of the file a byte range is cut from (its envelope is told there)."""
         counts = ScanCounts()
         findings: list[Finding] = []
         add = sink or findings.append
         try:
-            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle):
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head):
                 add(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -128,18 +129,21 @@ class Engine:
 
     # -- one text stream ---------------------------------------------------------------------
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
-                    history: bytes = b"", year_guessed: bool = False, bundle: str | None = None) -> Iterator[Finding]:
+                    history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
+                    head: bytes | None = None) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at. The stream's envelope,
         if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
-        to the records it holds, and each record is scanned with its own header."""
-        head, stream = peek(stream, HEAD_BYTES)
+        to the records it holds, and each record is scanned with its own header. A byte range
+        of a file is told by the file's `head`, so every range unwraps alike."""
+        peeked, stream = peek(stream, HEAD_BYTES)
+        head = peeked if head is None else head
         unwrapper = self.rules.envelopes.detect(head, year) if self.rules.envelopes else None
         state = _StreamState(name, layout_of(name), bundle, GenericPolicy(self.resolver),
                              CauseFinder(self.neighbours, year), StreamClock(year, year_guessed, self.tz), year,
                              unwrapper.name if unwrapper else None)
         if history:
-            self._seed(history, state.generic, state.cause_finder, year)
+            self._seed(history, state, unwrapper)
         prefilter = self.prefilter
         if unwrapper is not None:
             if unwrapper.envelope.partial:
@@ -248,21 +252,32 @@ class Engine:
                 envelope_time=record.time if record else None, time_source=when.source,
             )
 
-    def _seed(self, history: bytes, generic: GenericPolicy, cause_finder: CauseFinder,
-              year: YearHint | None) -> None:
+    def _seed(self, history: bytes, state: _StreamState, unwrapper: Unwrapper | None) -> None:
         """Specific codes in the bytes before a parallel range, so that echoes and causes right
         after the range start come out exactly as in a sequential scan. (Specific codes are
         always findings; only they bound causes and start echoes, so nothing here depends on
         where the range starts.)"""
         lines = history.count(b"\n")
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
-            text = cand.text()
             line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
-            headers = record_headers(text, year)
-            for hit in self.matcher.find(text):
-                if hit.value != GENERIC_FAILED:
-                    generic.note_specific(line_no, offset, header_for(headers, hit.start))
-                    cause_finder.note_finding(headers[0].pid, line_no, offset + len(cand.raw))
+            for record, text in _texts_of(cand, unwrapper):
+                headers = record_headers(text, state.year)
+                pod = (record.pod if record else None) or state.layout.pod
+                if pod:
+                    headers = [replace(h, pod=pod) for h in headers]
+                process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+                for hit in self.matcher.find(text):
+                    if hit.value != GENERIC_FAILED:
+                        state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
+                        state.cause_finder.note_finding(process, line_no, offset + len(cand.raw))
+
+
+def _texts_of(cand: Candidate, unwrapper: Unwrapper | None) -> list[tuple[Record | None, str]]:
+    """The lines a candidate holds, clean: itself, or each line of each record of its envelope."""
+    if unwrapper is None:
+        text = cand.text()
+        return [(None, clean(text) if "\x1b" in text else text)]
+    return [(r, t) for r in unwrapper.records(cand.text()) for t in r.text.split("\n")]
 
 
 def _code_of(f: Finding) -> str:

@@ -24,6 +24,7 @@ from functools import partial
 from typing import BinaryIO, cast
 
 from .engine import Engine
+from .envelopes import HEAD_BYTES
 from .inputs import SafeStream, Source, sniff, year_hint
 from .progress import Progress
 from .records import InputStats
@@ -164,6 +165,7 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> Un
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
+        head = handle.read(HEAD_BYTES) if unit.start > 0 else None  # the file's envelope, if any
         lead = max(0, unit.start - HISTORY_BYTES)
         handle.seek(lead)
         history = handle.read(unit.start - lead)
@@ -171,7 +173,8 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> Un
             history = history[history.find(b"\n") + 1:]
         hint = year_hint(src.name, src.mtime, engine.year)
         bounded = cast(BinaryIO, _Bounded(handle, unit.end - unit.start))  # the scanner only calls read()
-        engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add)
+        engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add,
+                         head=head)
     stats.files = 0  # merge counts the file once
     return writer.finish(), stats
 

@@ -239,3 +239,27 @@ def test_tz_from_the_config_file(tmp_path, monkeypatch):
     line = "[ERROR] GE(1,p):2025-11-12-03:40:05.101.002 [llm_datadist.cc:1]2 PullKvBlocks: ret = 1343270913\n"
     assert brief(scan(tmp_path, line), "timestamp") == [("2025-11-11T19:40:05.101002Z",)]
     assert brief(scan(tmp_path, line, "--tz", "UTC"), "timestamp") == [("2025-11-12T03:40:05.101002Z",)]
+
+
+def test_an_enveloped_file_split_across_jobs_gives_the_same_report(tmp_path, monkeypatch):
+    from analyzer import parallel
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    header = '"@timestamp","kubernetes.pod_name","log"\n'
+    rows = []
+    for i in range(3000):
+        rows.append(f'"Nov 12, 2025 @ 03:40:{i % 60:02d}.000","decode-{i % 2}","(EngineCore pid=1) INFO 11-12 03:40:'
+                    f'{i % 60:02d} [c.py:1] noise ""{i}"" "\n')
+        if i % 500 == 250:
+            rows.append(f'"Nov 12, 2025 @ 03:40:{i % 60:02d}.500","decode-{i % 2}","(EngineCore pid=1) ERROR 11-12 '
+                        f'03:40:{i % 60:02d} [c.py:9] [pull_blocks] failed, error code is ""LLM_WAIT_PROCESS_TIMEOUT"""\n')
+    path = tmp_path / "export.csv"
+    path.write_text(header + "".join(rows))
+    reports = []
+    for jobs in ("1", "3"):
+        result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", "--jobs", jobs, "--tz", "+08:00",
+                                          str(path)], catch_exceptions=False)
+        reports.append(json.loads(result.stdout)["findings"])
+    assert reports[0] == reports[1]
+    assert len(reports[0]) == 6 and {f["envelope"] for f in reports[0]} == {"csv"}
+    assert all(f["api"] == "PullKvBlocks" and f["text"].endswith('"LLM_WAIT_PROCESS_TIMEOUT"') for f in reports[0])
