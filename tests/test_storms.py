@@ -254,3 +254,21 @@ def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
                                recoverable=False, known=False, bundle="b!c")
     for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "m", "t", "hex")]:
         assert encode.finding_line(f) == json.dumps(f.to_dict(), ensure_ascii=False)
+
+
+def test_archive_members_out_of_order_come_back_in_report_order(tmp_path, monkeypatch):
+    """A tar lists its members in any order: each becomes a run of its own, spilled, and the store
+    merges them back by source, as a sorted list would be."""
+    from bundles import tar_bytes
+
+    members = {f"node-1/w{i}.log": storm_text(40 + i, noise=1).encode() for i in (3, 1, 2, 0)}
+    (tmp_path / "bundle.tar").write_bytes(tar_bytes(members))
+    monkeypatch.setattr(store_mod, "CHUNK", 8)
+    monkeypatch.setattr(store_mod, "MEMORY_BUDGET", 0)
+    with analyze([str(tmp_path)], jobs=1) as result:
+        found = list(result.findings)
+        spill = result.findings.spill_dir
+        assert len(result.findings.runs) == 3 and os.listdir(spill)  # w3 | w1 w2 | w0
+    assert not os.path.exists(spill)  # closed: its temporary files are gone
+    assert found == sorted(found, key=sort_key) and len(found) == sum(n + 1 + n // 7 for n in (40, 41, 42, 43))
+    assert [f.source.rsplit("!", 1)[1] for f in found[:1]] == ["node-1/w0.log"]
