@@ -82,3 +82,18 @@ def test_explicit_config_file_and_none_found(project, tmp_path):
     other.write_text('exclude = ["node-b"]\n')
     code, out, _ = run("--config", other, "scan", RUN1, "--format", "json")
     assert {f["node"] for f in json.loads(out)["findings"]} == {"node-a"}
+
+
+def test_config_rules_dirs_are_relative_to_the_file(project):
+    rules = project / "ci" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "mine.yaml").write_text(
+        "rules:\n  - id: my-pull-timeout\n    match: {codes: [LLM_WAIT_PROC_TIMEOUT], apis: [PullKvBlocks]}\n"
+        "    action: retry\n    remedy: Retry it here.\n"
+        "    examples: {match: ['[pull_blocks] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT']}\n")
+    (project / ".ddtriage.toml").write_text('rules = ["ci/rules"]\n')
+    _, out, _ = run("config")
+    assert '["../ci/rules"]' in out
+    code, out, err = run("scan", RUN1, "--format", "json")
+    assert code == 1, err
+    assert [f["rule"] for f in json.loads(out)["findings"] if f["code"] == "0x5010B001"] == ["my-pull-timeout"]
