@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from .catalog import format_code
 from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
-from .envelopes import HEAD_BYTES, Record, Unwrapper, clean
+from .envelopes import HEAD_BYTES, Record, Unwrapper, clean, texts_of, unwrapped_lookback
 from .fingerprint import finding_fingerprint
 from .inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
 from .inputs.streams import Reader
@@ -25,7 +25,7 @@ from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
-from .reassembly import Rejoined
+from .reassembly import Rejoined, peek
 from .records import Finding, InputStats, Skipped
 from .rules import RuleMatch, RuleSet
 from .scanner import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
@@ -193,7 +193,7 @@ class Engine:
         for record in records:
             for text in record.text.split("\n"):
                 if self.matcher.find(text):
-                    lookback = _memo(partial(_unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
+                    lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
                     found.extend(self._line(state, cand, text, lookback, record))
                 done.append((record.pod, text))
         return found
@@ -260,7 +260,7 @@ class Engine:
         lines = history.count(b"\n")
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
             line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
-            for record, text in _texts_of(cand, unwrapper):
+            for record, text in texts_of(cand, unwrapper):
                 headers = record_headers(text, state.year)
                 pod = (record.pod if record else None) or state.layout.pod
                 if pod:
@@ -270,14 +270,6 @@ class Engine:
                     if hit.value != GENERIC_FAILED:
                         state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
                         state.cause_finder.note_finding(process, line_no, offset + len(cand.raw))
-
-
-def _texts_of(cand: Candidate, unwrapper: Unwrapper | None) -> list[tuple[Record | None, str]]:
-    """The lines a candidate holds, clean: itself, or each line of each record of its envelope."""
-    if unwrapper is None:
-        text = cand.text()
-        return [(None, clean(text) if "\x1b" in text else text)]
-    return [(r, t) for r in unwrapper.records(cand.text()) for t in r.text.split("\n")]
 
 
 def _code_of(f: Finding) -> str:
@@ -296,57 +288,6 @@ class _StreamState:
     clock: StreamClock
     year: YearHint | None
     envelope: str | None = None
-
-
-def _unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
-                        done: tuple[tuple[str | None, str], ...]) -> Lines:
-    """The lines before a record, out of their envelopes: the physical lines before its line, then
-    the records before it on the same line; another pod's lines are left out."""
-    lines: list[tuple[int, str]] = []
-    for line_no, record in unwrapper.unwrap_lines(cand.lookback(unwrapper.lookback_lines)):
-        if not (pod and record.pod and record.pod != pod):
-            lines.extend((line_no, t) for t in record.text.split("\n"))
-    lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
-    return lines
-
-
-def peek(stream: Reader, size: int) -> tuple[bytes, BinaryIO]:
-    """The first `size` bytes of a stream (fewer at its end), and the stream read from its start."""
-    parts, have = [], 0
-    failure: BaseException | None = None
-    while have < size:
-        try:
-            piece = stream.read(size - have)
-        except READ_ERRORS as exc:  # raised again once the bytes before the break are scanned
-            failure = exc
-            break
-        if not piece:
-            break
-        parts.append(piece)
-        have += len(piece)
-    head = b"".join(parts)
-    return head, cast(BinaryIO, _Chained(head, stream, failure))
-
-
-class _Chained(io.RawIOBase):
-    """Bytes already read, then the rest of the stream (or the error that broke it)."""
-
-    def __init__(self, head: bytes, rest: Reader, failure: BaseException | None = None) -> None:
-        self.head, self.rest, self.failure = head, rest, failure
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        if self.head:
-            if size is None or size < 0 or size >= len(self.head):
-                data, self.head = self.head, b""
-                return data
-            data, self.head = self.head[:size], self.head[size:]
-            return data
-        if self.failure is not None:
-            raise self.failure
-        return self.rest.read(-1 if size is None else size)
 
 
 def sort_key(f: Finding) -> tuple[str, int, str]:

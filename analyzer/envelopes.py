@@ -22,6 +22,7 @@ from .catalog import read_yaml
 from .envelope_fields import envelope_time, json_object, json_string, loose_message, path_value
 from .errors import RuleError
 from .logline import Year
+from .scanner import Candidate
 
 SHAPES = ("line", "json", "prefix-json", "search", "csv", "terminal")
 TIME_FORMATS = ("rfc3339", "epoch", "epoch-ms", "epoch-us", "syslog", "kibana")
@@ -336,6 +337,26 @@ def _examples(examples: object, where: str) -> list[dict[str, Any]]:
         if extra:
             raise RuleError(f"{where}: examples: unknown field(s) {', '.join(extra)}")
     return examples
+
+
+def texts_of(cand: Candidate, unwrapper: Unwrapper | None) -> list[tuple[Record | None, str]]:
+    """The lines a candidate holds, clean: itself, or each line of each record of its envelope."""
+    if unwrapper is None:
+        text = cand.text()
+        return [(None, clean(text) if "\x1b" in text else text)]
+    return [(r, t) for r in unwrapper.records(cand.text()) for t in r.text.split("\n")]
+
+
+def unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
+                        done: tuple[tuple[str | None, str], ...]) -> list[tuple[int, str]]:
+    """The lines before a record, out of their envelopes: the physical lines before its line, then
+    the records before it on the same line; another pod's lines are left out."""
+    lines: list[tuple[int, str]] = []
+    for line_no, record in unwrapper.unwrap_lines(cand.lookback(unwrapper.lookback_lines)):
+        if not (pod and record.pod and record.pod != pod):
+            lines.extend((line_no, t) for t in record.text.split("\n"))
+    lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
+    return lines
 
 
 def _pairs(obj: Any, prefix: str = "") -> list[str]:

@@ -7,6 +7,7 @@ two is found in neither part, so `Rejoined` rewrites the stream: the first physi
 logical line gets the whole message (its envelope, time and all), the later parts keep their
 envelope with an empty message. Line numbers stay physical, so a finding is reported at the line
 where its logical line starts. Blocks without a partial marker pass through untouched.
+`peek` reads a stream's first bytes (where its envelope is told) without losing them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 import io
 import json
 import re
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
+
+from .inputs import READ_ERRORS
+from .inputs.streams import Reader
 
 BLOCK = 1 << 20
 MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
@@ -134,6 +138,45 @@ class Rejoined(io.RawIOBase):
             stub.pop("CONTAINER_PARTIAL_MESSAGE", None)
             stubs.append(json.dumps(stub).encode())
         return [json.dumps(whole).encode()] + stubs
+
+
+def peek(stream: Reader, size: int) -> tuple[bytes, BinaryIO]:
+    """The first `size` bytes of a stream (fewer at its end), and the stream read from its start."""
+    parts, have = [], 0
+    failure: BaseException | None = None
+    while have < size:
+        try:
+            piece = stream.read(size - have)
+        except READ_ERRORS as exc:  # raised again once the bytes before the break are scanned
+            failure = exc
+            break
+        if not piece:
+            break
+        parts.append(piece)
+        have += len(piece)
+    head = b"".join(parts)
+    return head, cast(BinaryIO, _Chained(head, stream, failure))
+
+
+class _Chained(io.RawIOBase):
+    """Bytes already read, then the rest of the stream (or the error that broke it)."""
+
+    def __init__(self, head: bytes, rest: Reader, failure: BaseException | None = None) -> None:
+        self.head, self.rest, self.failure = head, rest, failure
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.head:
+            if size is None or size < 0 or size >= len(self.head):
+                data, self.head = self.head, b""
+                return data
+            data, self.head = self.head[:size], self.head[size:]
+            return data
+        if self.failure is not None:
+            raise self.failure
+        return self.rest.read(-1 if size is None else size)
 
 
 def _loads(line: bytes) -> dict[str, Any] | None:
