@@ -29,7 +29,8 @@ TIME_FORMATS = ("rfc3339", "epoch", "epoch-ms", "epoch-us", "syslog", "kibana")
 PARTIALS = ("cri", "docker", "journald")
 ROLES = ("message", "time", "stream", "pod", "container", "node", "namespace", "partial")
 DETECT_LINES = 8  # non-empty lines of a stream's head that detection looks at
-HEAD_BYTES = 64 << 10
+HEAD_BYTES = 64 << 10  # read before scanning: the CSV header row, the Rejoined check need no more
+DETECT_BYTES = 8 << 10
 
 # ANSI: CSI sequences (colour, cursor), OSC titles, and lone two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -109,7 +110,9 @@ class EnvelopeTable:
 
     def detect(self, head: bytes, year: Year = None) -> Unwrapper | None:
         """The envelope of a stream from its first bytes (content only, never its name)."""
-        text = head.decode("utf-8", errors="replace").lstrip("\ufeff\x00")
+        # The starts of the first lines are enough (a line is matched from its start): decode
+        # only DETECT_BYTES, so a folder of small plain logs pays next to nothing here.
+        text = head[:DETECT_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff\x00")
         lines = [ln for ln in text.split("\n")[:DETECT_LINES * 4] if ln.strip()][:DETECT_LINES]
         if not lines:
             return None
