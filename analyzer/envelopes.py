@@ -138,7 +138,7 @@ class Unwrapper:
         self.header_row = ""
         if envelope.shape == "csv":
             self.header_row = first_line.rstrip("\r")
-            names = next(csv.reader([self.header_row]), [])
+            names = _csv_row(self.header_row)
             self.columns = {n.strip(): i for i, n in enumerate(names)}
         self.literals = envelope.literals
 
@@ -196,8 +196,11 @@ class Unwrapper:
         message = get("message")
         if message is None and whole is not None:
             message = " ".join(_pairs(obj))
-        if isinstance(message, list):  # journald: a byte array when it holds control bytes
-            message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", errors="replace")
+        if isinstance(message, list) and all(isinstance(b, int) for b in message):
+            # journald: a byte array when the message holds control bytes
+            message = bytes(b & 0xFF for b in message).decode("utf-8", errors="replace")
+        elif isinstance(message, list):
+            message = " ".join(map(str, message))
         text = clean(str(message if message is not None else "").removesuffix("\n"), self.envelope.escapes)
         partial = get("partial")
         if self.envelope.partial == "docker":
@@ -258,7 +261,9 @@ class Unwrapper:
     def _csv(self, line: str) -> Record:
         if line.rstrip("\r") == self.header_row:
             return Record("")
-        row = next(csv.reader([line.rstrip("\r")]), [])
+        row = _csv_row(line.rstrip("\r"))
+        if not row:
+            return Record(clean(line))
 
         def get(role: str) -> str | None:
             for name in self.envelope.fields.get(role, ()):
@@ -360,6 +365,14 @@ def unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
             lines.extend((line_no, t) for t in record.text.split("\n"))
     lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
     return lines
+
+
+def _csv_row(line: str) -> list[str]:
+    """One CSV row's cells; none when it does not parse (a cell over the csv module's limit)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return []
 
 
 def _pairs(obj: Any, prefix: str = "") -> list[str]:

@@ -39,9 +39,9 @@ def parse_ts(ts: str | None) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(ts)
-    except ValueError:
+        return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+    except (ValueError, OverflowError):  # not a time, or year 1 / 9999 pushed past the calendar
         return None
-    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
 def parse_tz(text: str) -> tzinfo:
@@ -69,7 +69,10 @@ def window_bound(when: datetime | None, tz: tzinfo | None) -> datetime | None:
         return None
     if when.tzinfo is None and tz is not None:
         when = when.replace(tzinfo=tz)
-    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+    try:
+        return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+    except OverflowError:
+        return when.replace(tzinfo=None)
 
 
 def utc_text(when: datetime, fraction: bool) -> str:
@@ -161,10 +164,13 @@ class StreamClock:
             if abs(drift - step) <= ZONE_SLACK and abs(step) <= 14 * 3600:
                 self.offsets[key] = timedelta(seconds=step)
         offset = self.offsets.get(key)
-        if offset is not None:
-            return utc_text(local - offset, fraction)
-        if self.tz is not None:
-            return utc_text(local.replace(tzinfo=self.tz).astimezone(UTC).replace(tzinfo=None), fraction)
+        try:
+            if offset is not None:
+                return utc_text(local - offset, fraction)
+            if self.tz is not None:
+                return utc_text(local.replace(tzinfo=self.tz).astimezone(UTC).replace(tzinfo=None), fraction)
+        except OverflowError:  # year 1 or 9999 moved past the calendar: keep it as printed
+            pass
         return stamp
 
 
@@ -174,13 +180,13 @@ def _envelope_time(text: str | None, tz: tzinfo | None) -> tuple[datetime, bool,
         return None
     try:
         when = datetime.fromisoformat(text)
-    except ValueError:
+        if when.tzinfo is None and tz is not None:
+            when = when.replace(tzinfo=tz)
+        if when.tzinfo is None:
+            return when, False, "." in text
+        return when.astimezone(UTC).replace(tzinfo=None), True, "." in text
+    except (ValueError, OverflowError):
         return None
-    if when.tzinfo is None and tz is not None:
-        when = when.replace(tzinfo=tz)
-    if when.tzinfo is None:
-        return when, False, "." in text
-    return when.astimezone(UTC).replace(tzinfo=None), True, "." in text
 
 
 def _naive_text(when: datetime, fraction: bool) -> str:

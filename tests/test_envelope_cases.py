@@ -263,3 +263,17 @@ def test_an_enveloped_file_split_across_jobs_gives_the_same_report(tmp_path, mon
     assert reports[0] == reports[1]
     assert len(reports[0]) == 6 and {f["envelope"] for f in reports[0]} == {"csv"}
     assert all(f["api"] == "PullKvBlocks" and f["text"].endswith('"LLM_WAIT_PROCESS_TIMEOUT"') for f in reports[0])
+
+
+def test_a_csv_cell_past_the_csv_module_limit_is_scanned_as_the_line(tmp_path):
+    text = ('"@timestamp","pod","log"\n"Nov 12, 2025 @ 03:40:05.000","decode-0","' + "x" * 200_000
+            + ' [pull_blocks] failed, error code is LLMStatusCode.LLM_TIMEOUT"\n')
+    assert brief(scan(tmp_path, text), "line", "code", "api") == [(2, "0x5010B01A", "PullKvBlocks")]
+
+
+def test_times_at_the_ends_of_the_calendar_do_not_break_the_scan(tmp_path):
+    text = ('[pod/a/c] 9999-12-31T23:59:59-05:00 [ERROR] GE(1,p):9999-12-31-23:59:59.000.001 [llm.cc:1]2 '
+            "PullKvBlocks: ret = 1343270913\n"
+            "[pod/a/c] 0001-01-01T00:00:00+08:00 [ERROR] GE(1,p):0001-01-01-00:00:00.000.001 [llm.cc:1]2 "
+            "PullKvBlocks: ret = 1343270913\n")
+    assert [f[0] for f in brief(scan(tmp_path, text, "--tz", "+08:00"), "line")] == [1, 2]

@@ -70,3 +70,12 @@ def test_no_finding_on_a_negative_line():
         for fid, line in entry["negatives"].items():
             if line not in set(entry["findings"].values()):  # one-line _search: every id is on line 1
                 assert line not in lines, (entry["path"], fid)
+
+
+def test_the_stdlib_prefilter_finds_the_same_as_hyperscan():
+    from analyzer.api import Options, analyze
+
+    paths = [str(CORPUS / entry["path"]) for entry in KEY["files"]]
+    runs = [[f.to_dict() for f in analyze(paths, options=Options(prefilter=engine)).findings]
+            for engine in ("find", "auto")]
+    assert runs[0] == runs[1] and len(runs[0]) == sum(len(e["findings"]) for e in KEY["files"])
