@@ -122,21 +122,75 @@ class Decompressed(io.RawIOBase):
 
 
 class Utf16ToUtf8(io.RawIOBase):
-    """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly."""
+    """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line by line.
+    A log that goes on in UTF-8 after a UTF-16 part (a tool appended to it) keeps both: at the first
+    line that does not look like UTF-16 (`formats.looks_utf16`), the rest is passed through as bytes."""
+
+    LOOK = 256  # bytes of a line looked at to tell
 
     def __init__(self, raw: Reader, encoding: str) -> None:
+        from .formats import looks_utf16  # formats imports this module
+
         self.raw = raw
+        self.little = encoding.endswith("le")
+        self._looks = looks_utf16
+        self._newline = b"\n\x00" if self.little else b"\x00\n"
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._buf = b""
+        self._eof = False
+        self._plain = False  # past the UTF-16 part: bytes as they are
         self._first = True
 
     def readable(self) -> bool:
         return True
 
     def read(self, size: int | None = -1) -> bytes:
+        want = size if size and size > 0 else PIECE
         while True:
-            data = self.raw.read(size if size and size > 0 else PIECE) or b""
-            text = self._decoder.decode(data, final=not data)
+            if self._plain:
+                if self._buf:
+                    out, self._buf = self._buf, b""
+                    return out
+                return self.raw.read(want) or b""
+            text = self._convert()
             if self._first and text:
                 text, self._first = text.lstrip("\ufeff"), False
-            if text or not data:
-                return text.encode("utf-8", "replace")
+            if text:
+                return text.encode("utf-8", "surrogatepass")
+            if self._plain:
+                continue
+            if self._eof:
+                return self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass")
+            data = self.raw.read(max(want, PIECE)) or b""
+            self._eof = not data
+            self._buf += data
+
+    def _convert(self) -> str:
+        """Decode the whole UTF-16 lines at the front of the buffer; stop at a line that is not."""
+        out: list[str] = []
+        start = 0
+        buf = self._buf
+        while start < len(buf):
+            end = self._line_end(buf, start)
+            if end == -1 and not self._eof and len(buf) - start < 4 * PIECE:
+                break  # wait for the rest of the line
+            end = len(buf) if end == -1 else end
+            look = buf[start:min(end, start + self.LOOK)]
+            if (len(look) >= 16 or (self._eof and end == len(buf))) and not self._looks(look, self.little):
+                self._plain = True
+                break
+            if end == len(buf) and not self._eof:
+                end -= (end - start) % 2  # keep an odd byte for the next read
+                if end == start:
+                    break
+            out.append(self._decoder.decode(buf[start:end]))
+            start = end
+        self._buf = buf[start:]
+        return "".join(out)
+
+    def _line_end(self, buf: bytes, start: int) -> int:
+        """Offset just past the next UTF-16 newline (at an even distance from `start`), or -1."""
+        pos = buf.find(self._newline, start)
+        while pos != -1 and (pos - start) % 2:
+            pos = buf.find(self._newline, pos + 1)
+        return -1 if pos == -1 else pos + 2

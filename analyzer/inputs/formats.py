@@ -98,12 +98,50 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
     return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
 
 
+def looks_utf16(data: bytes, little: bool) -> bool:
+    """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
+    least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
+    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all."""
+    data = data[: len(data) // 2 * 2]
+    if len(data) < 4:
+        return False
+    high = data[1::2] if little else data[0::2]
+    if high.count(0) * 4 < len(high):
+        return False
+    try:
+        data.decode("utf-16-le" if little else "utf-16-be")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(data) - 2  # only a surrogate pair cut by the end of the sample
+    return True
+
+
 def _is_utf16_le(head: bytes, name: str) -> bool:
-    return head.startswith(b"\xff\xfe") or _mostly_zero(head[1::2], head[0::2])
+    if head.startswith(b"\xff\xfe"):
+        return looks_utf16(head[2:], True)
+    return _mostly_zero(head[1::2], head[0::2])
 
 
 def _is_utf16_be(head: bytes, name: str) -> bool:
-    return head.startswith(b"\xfe\xff") or _mostly_zero(head[0::2], head[1::2])
+    if head.startswith(b"\xfe\xff"):
+        return looks_utf16(head[2:], False)
+    return _mostly_zero(head[0::2], head[1::2])
+
+
+def _decodes(codec: Codec, head: bytes) -> bool:
+    """Whether a compression's decoder accepts the first bytes (magic bytes alone prove nothing:
+    a plain log may start with `BZh9`)."""
+    try:
+        obj = codec.new()
+    except LimitExceeded:
+        return True  # its library is missing: the unpacker says so
+    try:
+        if codec.bounded:
+            obj.decompress(head, 1 << 16)
+        else:
+            obj.decompress(head[:512])
+    except Exception:  # noqa: BLE001 - zlib, bz2, lzma and zstd each raise their own
+        return False
+    return True
 
 
 # -- THE table: tried in this order; the last row always matches ----------------------------------
@@ -124,8 +162,15 @@ BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 
 
 def detect(head: bytes, name: str = "") -> Format:
-    """The format of a stream that starts with `head` (its first HEAD bytes)."""
-    return next(f for f in FORMATS if f.test(head, name))
+    """The format of a stream that starts with `head` (its first HEAD bytes). A compression is
+    chosen only when its decoder accepts those bytes; else the table goes on (to plain text)."""
+    return next(f for f in FORMATS if f.test(head, name) and (f.codec is None or _decodes(f.codec, head)))
+
+
+def lookalike(head: bytes, name: str = "") -> str | None:
+    """The compression whose magic bytes `head` starts with but whose decoder refuses it, if any."""
+    return next((f.name for f in FORMATS if f.codec is not None and f.test(head, name)
+                 and not _decodes(f.codec, head)), None)
 
 
 def sniff(stream: Peekable, name: str = "") -> str:

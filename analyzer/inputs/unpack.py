@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from ..records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
-from .formats import HEAD, detect
+from .formats import HEAD, detect, lookalike
 from .names import printable
 from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
@@ -72,10 +72,15 @@ class Unpacker:
             self.skip(name, f"archives nested deeper than {MAX_DEPTH} levels")
             return
         try:
-            fmt = detect(stream.peek(HEAD), name)
+            head = stream.peek(HEAD)
         except LimitExceeded as exc:
             self.skip(name, str(exc))
             return
+        fmt = detect(head, name)
+        if fmt.codec is None and fmt.walk is None and fmt.encoding is None:
+            fake = lookalike(head, name)
+            if fake:  # nothing is lost: the bytes are scanned as they are
+                self.skip(name, f"starts like {fake} but does not decode as {fake}; read as plain text")
         if fmt.codec is not None:
             try:
                 inner = Decompressed(stream, fmt.codec)
