@@ -192,13 +192,13 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
             if len(buf) - begin < max_line:
                 pending = buf[begin:]
                 continue
-            # One line longer than we keep: scan what we have, carry a small overlap so a code
-            # cut in two is still seen whole; findings dedupe per line.
-            keep = 256
-            fragment = buf[begin:-keep]
+            # One line longer than we keep: scan what we have and carry the tail, cut where no
+            # code (with the words before it) can straddle the cut, so each is seen once, whole.
+            cut = _fragment_cut(buf, begin, prefilter)
+            fragment = buf[begin:cut]
             yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, None)
             offset += len(fragment)
-            pending, history = buf[-keep:], b""
+            pending, history = buf[cut:], b""
             continue
         end = cut + 1
         newlines = _newline_index(buf, begin, end)
@@ -216,6 +216,23 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         counts.lines += 1  # a final line without a newline (or cut by a break) still counts
     if failure is not None:
         raise failure
+
+
+FRAGMENT_TAIL = 256  # bytes carried from one fragment of a long line to the next, at least
+CODE_CONTEXT = 128  # how far before a literal the words that make it a code may start
+
+
+def _fragment_cut(buf: bytes, begin: int, prefilter: Prefilter) -> int:
+    """Where to cut a fragment off a line too long to keep: FRAGMENT_TAIL bytes before its end, or
+    earlier, CODE_CONTEXT bytes before the first literal near the end (a literal cut in two shows
+    whole in the next fragment, with its context; nothing is scanned twice)."""
+    cut = len(buf) - FRAGMENT_TAIL
+    window = max(begin, cut - FRAGMENT_TAIL)
+    for literal in prefilter.literals:
+        at = buf.find(literal, window)
+        if at != -1:
+            cut = min(cut, at - CODE_CONTEXT)
+    return max(cut, begin + 1)
 
 
 def _newline_index(buf: bytes, begin: int, end: int) -> np.ndarray:

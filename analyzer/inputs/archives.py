@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import calendar
 import io
+import os
+import stat
 import struct
 import tarfile
 import tempfile
@@ -22,7 +24,9 @@ from .codecs import Codec, Decompressed
 from .names import clean_member, printable
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
-SPOOL_IN_MEMORY = 64 << 20  # a nested zip is spooled (zip needs random access); memory up to this
+SPOOL_IN_MEMORY = 1 << 20  # a zip read from a stream is spooled (zip needs random access); past this, on disk
+MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile
+MAX_ZIP_MEMBERS = 100_000  # zipfile holds every directory entry in memory (~1 KiB each)
 _DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
 _TAR_ERRORS = READ_ERRORS + (tarfile.TarError,)
 
@@ -66,7 +70,9 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
     try:
         # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
         # corrupt header to the next good one; the gap is reported below.
-        archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True)  # noqa: SIM115 - closed below
+        checked = type("CheckedTarInfo", (_CheckedTarInfo,), {"max_size": unpacker.limits.max_bytes})
+        archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True,  # noqa: SIM115 - closed below
+                               tarinfo=checked, bufsize=1 << 20)
     except (tarfile.TarError, OSError, EOFError, zlib.error, LimitExceeded) as exc:
         unpacker.skip(name, f"not a readable tar archive: {exc}")
         return
@@ -81,13 +87,16 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
                 return
             if member is None:
                 return
+            shown = printable(clean_member(member.name))
+            child = f"{name}!{shown}"
             if member.offset > expected:
                 unpacker.skip(f"{name}!@{expected}", f"corrupt tar data skipped ({member.offset - expected} bytes "
-                                                     f"before member {member.name})")
-            expected = member.offset_data + (-(-member.size // 512) * 512 if member.isreg() else 0)
+                                                     f"before member {shown})")
+            # Where tarfile reads the next header: past the data as stored, which is less than
+            # `size` for a sparse member (GNU or pax), whose holes are not stored.
+            expected = archive.offset
             if not member.isreg():
                 continue
-            child = f"{name}!{printable(clean_member(member.name))}"
             if unpacker.left_out(child):
                 continue
             yield from unpacker.member(child, _TarMember(archive, member), budget, depth, mtime=member.mtime or None)
@@ -101,9 +110,10 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
     """Members of a zip archive, in file order: from its central directory, or from the local
     headers when that is missing."""
     source: BinaryIO
-    if path is not None:
+    if path is not None and _regular(path):
         source = open(path, "rb")  # noqa: SIM115 - a zip on disk, read in place; closed in finally
-    else:  # a zip inside something else: zip needs random access, so spool it
+        budget.source_size = os.fstat(source.fileno()).st_size  # the ratio guard's denominator
+    else:  # inside something else, or a pipe (/dev/stdin, a FIFO): zip needs random access, so spool it
         spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in finally
         source = spool  # type: ignore[assignment]  # SpooledTemporaryFile is a BinaryIO in all but name
         try:
@@ -115,6 +125,10 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
             return
         source.seek(0)
     try:
+        members = _zip_entries(source)
+        if members > MAX_ZIP_MEMBERS:
+            unpacker.skip(name, f"zip of {members} members: more than {MAX_ZIP_MEMBERS} (a zip bomb?)")
+            return
         try:
             archive = zipfile.ZipFile(source)
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
@@ -131,10 +145,16 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
 def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budget: Budget,
                  depth: int) -> Iterator[Leaf]:
     limits = unpacker.limits
+    data_end = 0  # where the previous member's data ends, at the least
     for info in sorted(archive.infolist(), key=lambda i: i.header_offset):
+        child = f"{name}!{printable(clean_member(info.filename))}"
+        if info.header_offset < data_end:  # entries sharing one member's data: a zip bomb's trick
+            unpacker.skip(child, "zip member overlaps the one before it (a zip bomb?)")
+            continue
+        data_end = info.header_offset + 30 + len(info.orig_filename.encode("utf-8", "surrogateescape")) \
+            + info.compress_size
         if info.is_dir():
             continue
-        child = f"{name}!{printable(clean_member(info.filename))}"
         if unpacker.left_out(child):
             continue
         if info.flag_bits & 0x1:
@@ -154,8 +174,12 @@ def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budge
             unpacker.skip(child, f"cannot open zip member: {why(exc)}")
             continue
         with handle:
+            # A bad CRC: keep the data and warn, as `unzip` does (zipfile would drop the last read).
+            handle._expected_crc = None  # type: ignore[attr-defined]  # no public switch for the check
+            checked = _CrcCheck(handle, info.CRC, lambda got, c=child, i=info: unpacker.skip(  # type: ignore[misc]
+                c, f"CRC mismatch (stored {i.CRC:08x}, data {got:08x}); the data was kept, as unzip does"))
             # zipfile drops what a failing read(n) had decompressed: read small.
-            yield from unpacker.member(child, handle, budget, depth, piece=4096, mtime=_zip_mtime(info))
+            yield from unpacker.member(child, checked, budget, depth, piece=4096, mtime=_zip_mtime(info))
 
 
 def _zip_local(unpacker: Unpacking, name: str, source: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
@@ -212,6 +236,64 @@ def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
         return None
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _zip_entries(source: BinaryIO) -> int:
+    """The member count a zip's end record declares (0 when it has none), read before zipfile
+    builds its whole directory in memory."""
+    try:
+        record = zipfile._EndRecData(source)  # type: ignore[attr-defined]  # private, stable since 2.x
+    except (OSError, ValueError, struct.error):
+        return 0
+    finally:
+        source.seek(0)
+    return int(record[zipfile._ECD_ENTRIES_TOTAL]) if record else 0  # type: ignore[attr-defined]
+
+
+class _CheckedTarInfo(tarfile.TarInfo):
+    """Tar headers with their sizes checked: a negative or huge declared size is a corrupt header
+    (stepped over like one), a long name or pax header over MAX_HEADER_BYTES ends the archive
+    (tarfile would read it whole into memory)."""
+
+    max_size = 50 << 30
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.size < 0 or self.size > self.max_size:
+            raise tarfile.InvalidHeaderError(  # type: ignore[attr-defined]  # not in the stubs
+                f"declared size {self.size} is impossible")
+        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                         tarfile.SOLARIS_XHDTYPE) and self.size > MAX_HEADER_BYTES:
+            raise tarfile.ReadError(f"a {self.size}-byte long-name or pax header (over {MAX_HEADER_BYTES})")
+        return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+
+class _CrcCheck(io.RawIOBase):
+    """Passes a zip member's data through and, at its end, calls `mismatch(crc)` when its CRC-32
+    is not the stored one."""
+
+    def __init__(self, inner: Reader, expected: int, mismatch: Callable[[int], None]) -> None:
+        self.inner, self.expected, self.mismatch = inner, expected, mismatch
+        self.crc, self.done = 0, False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self.inner.read(-1 if size is None else size)
+        if data:
+            self.crc = zlib.crc32(data, self.crc)
+        elif not self.done:
+            self.done = True
+            if self.crc != self.expected:
+                self.mismatch(self.crc)
+        return data
+
+
 # -- streams the walkers read through -------------------------------------------------------------
 class _SoftEnd(io.RawIOBase):
     """Reads a stream until it breaks; the break reads as the end of the data, and is kept."""
@@ -259,7 +341,10 @@ class _TarMember(io.RawIOBase):
         assert archive.fileobj is not None  # a TarFile opened on a stream has one
         self.stream = archive.fileobj
         self.start: int | None = member.offset_data
-        self.remaining = member.size
+        # A sparse member stores only its data chunks (the holes read as NULs, which the scanner
+        # drops anyway): read what is stored, not the size it unpacks to.
+        chunks: list[tuple[int, int]] = member.sparse or []  # type: ignore[assignment]  # (offset, size) pairs
+        self.remaining = sum(n for _, n in chunks) if chunks else member.size
 
     def readable(self) -> bool:
         return True

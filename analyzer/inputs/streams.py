@@ -55,8 +55,14 @@ class Budget:
     """What one top-level input has expanded to so far."""
 
     limits: Limits
-    expanded: int = 0
+    expanded: int = 0  # bytes delivered by every layer and member below the file itself
     broken: bool = False  # a read error was already reported for this input
+    source: Callable[[], int] | None = None  # bytes read from the file itself so far
+    source_size: int = 0  # or what it is known to hold (a zip read in place)
+
+    def compressed(self) -> int:
+        """The input's own bytes behind what it has expanded to: the ratio guard's denominator."""
+        return max(self.source_size, self.source() if self.source is not None else 0, 1)
 
 
 @dataclass
@@ -160,6 +166,14 @@ class SafeStream(io.RawIOBase):
             ratio = self.delivered / max(1, self.compressed())
             if ratio > limits.max_ratio:
                 raise LimitExceeded(f"compression ratio passed {limits.max_ratio:g}:1 (decompression bomb?)")
+        # Over all layers and members together: a gzip of a gzip, or a zip whose members overlap,
+        # stays under the ratio layer by layer or member by member, not in total.
+        known = self.budget.source is not None or self.budget.source_size > 0
+        if known and self.budget.expanded > limits.ratio_floor:
+            ratio = self.budget.expanded / self.budget.compressed()
+            if ratio > limits.max_ratio:
+                raise LimitExceeded(f"compression ratio over all layers passed {limits.max_ratio:g}:1 "
+                                    "(decompression bomb?)")
 
 
 def why(exc: BaseException) -> str:

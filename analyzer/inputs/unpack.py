@@ -34,11 +34,12 @@ class Unpacker:
                mtime: float | None = None) -> Iterator[Leaf]:
         """Text streams inside `raw` (an opened top-level input). The consumer must read each
         leaf before asking for the next: archives are read as one forward stream."""
-        budget = Budget(self.limits)
         self._mtimes = [mtime]  # the innermost archive member's mtime is the one that counts
         # A file read as it is loses nothing to a failed big read, so it is read in whole blocks;
         # decompressed layers below are read in small pieces.
-        yield from self._expand(name, SafeStream(raw, piece=1 << 30), budget, 0, path)
+        top = SafeStream(raw, piece=1 << 30)
+        budget = Budget(self.limits, source=lambda: top.delivered)
+        yield from self._expand(name, top, budget, 0, path)
 
     # -- what the archive walkers call back -------------------------------------------------------
     def skip(self, name: str, reason: str) -> None:
