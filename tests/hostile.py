@@ -39,3 +39,21 @@ def one_line_error(stderr: bytes) -> str:
     errors = [x for x in text.splitlines() if x.startswith("ddtriage: error:")]
     assert len(errors) == 1, text
     return errors[0]
+
+
+def scan_json(*args: str | os.PathLike[str]) -> tuple[int, dict, str]:
+    """`ddtriage scan ARGS --format json` in this process (click's runner): exit code, report, stderr."""
+    import json
+
+    from analyzer.cli import cli
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(cli, ["scan", *map(os.fspath, args), "--format", "json", "--jobs", "1"],
+                                catch_exceptions=False)
+    return result.exit_code, json.loads(result.stdout) if result.stdout else {}, result.stderr
+
+
+def numbers(report: dict) -> list[int]:
+    """The `line-N` numbers of the planted findings a report holds, sorted."""
+    return sorted(int(f["text"].rsplit("line-", 1)[1].split()[0]) for f in report.get("findings", [])
+                  if "line-" in f["text"])

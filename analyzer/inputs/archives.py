@@ -27,6 +27,7 @@ from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Re
 SPOOL_IN_MEMORY = 1 << 20  # a zip read from a stream is spooled (zip needs random access); past this, on disk
 MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile
 MAX_ZIP_MEMBERS = 100_000  # zipfile holds every directory entry in memory (~1 KiB each)
+MAX_ZIP_DIRECTORY = 8 << 20  # ... and so, bytes of directory (an entry is at least 46 of them)
 _DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
 _TAR_ERRORS = READ_ERRORS + (tarfile.TarError,)
 
@@ -125,9 +126,10 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
             return
         source.seek(0)
     try:
-        members = _zip_entries(source)
-        if members > MAX_ZIP_MEMBERS:
-            unpacker.skip(name, f"zip of {members} members: more than {MAX_ZIP_MEMBERS} (a zip bomb?)")
+        members, directory = _zip_directory(source)
+        if members > MAX_ZIP_MEMBERS or directory > MAX_ZIP_DIRECTORY:
+            unpacker.skip(name, f"zip of {members} members, directory of {directory} bytes: more than "
+                                f"{MAX_ZIP_MEMBERS} members or {MAX_ZIP_DIRECTORY} bytes (a zip bomb?)")
             return
         try:
             archive = zipfile.ZipFile(source)
@@ -243,16 +245,18 @@ def _regular(path: str) -> bool:
         return False
 
 
-def _zip_entries(source: BinaryIO) -> int:
-    """The member count a zip's end record declares (0 when it has none), read before zipfile
-    builds its whole directory in memory."""
+def _zip_directory(source: BinaryIO) -> tuple[int, int]:
+    """The member count and directory size a zip's end record declares ((0, 0) without one),
+    read before zipfile builds its whole directory in memory."""
     try:
         record = zipfile._EndRecData(source)  # type: ignore[attr-defined]  # private, stable since 2.x
     except (OSError, ValueError, struct.error):
-        return 0
+        return 0, 0
     finally:
         source.seek(0)
-    return int(record[zipfile._ECD_ENTRIES_TOTAL]) if record else 0  # type: ignore[attr-defined]
+    if not record:
+        return 0, 0
+    return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
 
 
 class _CheckedTarInfo(tarfile.TarInfo):
