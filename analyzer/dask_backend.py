@@ -63,7 +63,7 @@ def connect(address: str) -> Iterator[Client]:
     where, workers = parse_address(address)
     if where == "local":
         cluster = LocalCluster(n_workers=workers or cpu_count(), threads_per_worker=1, processes=True,
-                               dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR)
+                               dashboard_address=":0", memory_limit=0, silence_logs=logging.ERROR)
         try:
             with Client(cluster) as client:
                 yield client

@@ -117,11 +117,11 @@ def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
     from .writers.parquet import METADATA_KEY, _pyarrow
 
     pq = _pyarrow().parquet
-    handle = pq.ParquetFile(path)
+    handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # read in pieces, not whole
     meta = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
     if meta is None:
         raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
-    for batch in handle.iter_batches(batch_size=16384):
+    for batch in handle.iter_batches(batch_size=4096):  # a few MiB of rows at a time
         for row in batch.to_pylist():
             sink(finding_of(row))
     return stats_from_dict(json.loads(meta)["inputs"])

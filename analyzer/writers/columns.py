@@ -9,6 +9,7 @@ AS TIMESTAMP)` in DuckDB, `pd.to_datetime(df.timestamp)` in pandas).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..records import Finding
@@ -37,9 +38,14 @@ def finding_of(row: dict[str, Any]) -> Finding:
     """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
     are no finding field (a baseline mark) are left out."""
     fields = {_FIELD.get(k, k): v for k, v in row.items() if _FIELD.get(k, k) in _FIELDS}
+    for name in _SHARED:  # one string per distinct value, as the engine shares them, not one per row
+        if isinstance(fields.get(name), str):
+            fields[name] = sys.intern(fields[name])
     fields["references"] = tuple(row.get("references") or ())
     fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row.get("causes") or ())
     return Finding(**fields)
 
 
 _FIELDS = set(Finding._fields)
+_SHARED = ("source", "bundle", "node", "kind", "code", "name", "api", "api_evidence", "rule", "action", "remedy",
+           "form", "fingerprint", "pid", "tid")

@@ -35,6 +35,9 @@ def _pyarrow() -> Any:
         import pyarrow.parquet  # noqa: F401 - loads the submodule
     except ImportError:
         raise InputError("--format parquet needs pyarrow: pip install 'ddtriage[fleet]'") from None
+    # Arrow's own allocators keep what they freed: with the system allocator a merge of many
+    # parts stays ~100 MiB lower at its peak.
+    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
     return pyarrow
 
 
