@@ -16,14 +16,17 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .engine import Engine
+from .incidents import build_incidents
 from .inputs import Limits, Selection, iter_sources
+from .linkfacts import NodeFacts
+from .observed import RelatedEvent, settle_related_years
 from .parallel import EngineFactory, merge, plan_units, run_units
 from .progress import Progress
 from .records import Finding, InputStats, Skipped
@@ -69,6 +72,10 @@ class Analysis:
     rules: RuleSet
     summary: Summary = field(default_factory=Summary)
     known_errors: KnownErrors | None = None  # baseline and suppressions applied (analyzer.baseline)
+    related: list[RelatedEvent] = field(default_factory=list)  # neighbour-family errors, by source and line
+    links: dict[str | None, NodeFacts] = field(default_factory=dict)  # what each node's logs say of its links
+    # Lines around each incident lead, read back from the source (`-C N`): (source, line) -> lines
+    context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""
@@ -118,14 +125,32 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
         since, until = window_bound(options.since, options.tz), window_bound(options.until, options.tz)
         store.transform = time_policy(store.raw, store.guessed > 0, since, until)
         tally = Tally()
+        sure: dict[str | None, list[str]] = {}  # a stamp with a sure year per node, for related errors
         for finding in store:
             tally.add(finding)
+            if finding.timestamp and not finding.year_guessed and finding.node not in sure:
+                sure[finding.node] = [finding.timestamp]
     except BaseException:
         store.close()
         raise
     store.count = tally.count
     stats.outside_window = store.raw_count - tally.count
-    return Analysis(store, stats, ruleset, tally.summary())
+    related = [e for e in settle_related_years(stats.observed.sorted_related(), sure)
+               if _in_window(e.timestamp, options.since, options.until)]
+    summary = tally.summary()
+    incidents = build_incidents(summary.bursts, related, stats.observed.nodes, ruleset)
+    return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
+                    links=dict(sorted(stats.observed.nodes.items(), key=lambda kv: kv[0] or "")))
+
+
+def _in_window(ts: str | None, since: datetime | None, until: datetime | None) -> bool:
+    if not ts or (since is None and until is None):
+        return True
+    try:
+        when = datetime.fromisoformat(ts)
+    except ValueError:
+        return True
+    return (since is None or when >= since) and (until is None or when <= until)
 
 
 def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") -> list[Finding]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from .incidents import BurstLinks
 from .records import Finding
 from .report import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
 
@@ -65,7 +66,7 @@ class _OpenBurst:
     counts, never the whole run."""
 
     __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "others", "min_stamp",
-                 "max_stamp", "severe_specific", "severe_any", "lead_is_specific")
+                 "max_stamp", "severe_specific", "severe_any", "lead_is_specific", "links")
 
     def __init__(self, f: Finding, seconds: float | None) -> None:
         self.first = f
@@ -78,11 +79,13 @@ class _OpenBurst:
         self.max_stamp: str | None = None
         self.severe_specific = False
         self.severe_any = False
+        self.links = BurstLinks()  # what incidents need of the whole run, bounded
         self.add(f, seconds)
 
     def add(self, f: Finding, seconds: float | None) -> None:
         self.count += 1
         self.last_line, self.last_seconds = f.line, seconds
+        self.links.add(f)
         bad = f.recoverable is not True
         self.severe_any |= bad
         if f.generic:
@@ -121,6 +124,7 @@ class _OpenBurst:
             causes=tuple(Cause(line, family, code, meaning) for line, family, code, meaning in lead.causes[:5]),
             also=tuple(AlsoCode(code=f.code, name=f.name, api=f.api, line=f.line, action=f.action,
                                 recoverable=f.recoverable) for _, f in sorted(self.others.items())),
+            **self.links.fields(),
         )
 
 

@@ -21,8 +21,10 @@ from .envelopes import HEAD_BYTES, Record, Unwrapper, clean, texts_of, unwrapped
 from .fingerprint import finding_fingerprint
 from .inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
 from .inputs.streams import Reader
+from .linkfacts import Fact
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
+from .observed import LineObserver, Observed, node_of
 from .patterns import GENERIC_FAILED, CodeMatcher
 from .progress import Progress
 from .reassembly import Rejoined, peek
@@ -66,9 +68,13 @@ class Engine:
         self.matcher = CodeMatcher(self.rules.catalog)
         self.resolver = ApiResolver(self.rules.apis)
         self.neighbours = self.rules.neighbours
-        # Neighbour errors are looked for only in the few lines before a finding: their short,
-        # digit-heavy literals would slow the prefilter three times over on every byte.
-        self.prefilter = Prefilter(self.matcher.literals, self.prefilter_engine)
+        self.linkfacts = self.rules.linkfacts
+        self.observer = LineObserver(self.linkfacts, self.neighbours)
+        # Neighbour errors are reported on their own and link facts come from INFO lines, so both
+        # families of literals join the code literals: one prefilter pass still finds them all.
+        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals),
+                          *self.linkfacts.raw_literals)
+        self.prefilter = Prefilter(self._literals, self.prefilter_engine)
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
@@ -113,7 +119,8 @@ class Engine:
         findings: list[Finding] = []
         add = sink or findings.append
         try:
-            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head):
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head,
+                                            stats.observed):
                 add(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -130,18 +137,20 @@ class Engine:
     # -- one text stream ---------------------------------------------------------------------
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
                     history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
-                    head: bytes | None = None) -> Iterator[Finding]:
+                    head: bytes | None = None, observed: Observed | None = None) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at. The stream's envelope,
         if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
         to the records it holds, and each record is scanned with its own header. A byte range
-        of a file is told by the file's `head`, so every range unwraps alike."""
+        of a file is told by the file's `head`, so every range unwraps alike. Link facts and
+        neighbour-family errors of every candidate line go to `observed`."""
         peeked, stream = peek(stream, HEAD_BYTES)
         head = peeked if head is None else head
         unwrapper = self.rules.envelopes.detect(head, year) if self.rules.envelopes else None
         state = _StreamState(name, layout_of(name), bundle, GenericPolicy(self.resolver),
                              CauseFinder(self.neighbours, year), StreamClock(year, year_guessed, self.tz), year,
-                             unwrapper.name if unwrapper else None)
+                             unwrapper.name if unwrapper else None,
+                             observed if observed is not None else Observed())
         if history:
             self._seed(history, state, unwrapper)
         prefilter = self.prefilter
@@ -150,14 +159,16 @@ class Engine:
                 stream = cast(BinaryIO, Rejoined(stream, unwrapper.envelope.partial))
             if unwrapper.literals:
                 prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
-                    self.matcher.literals + unwrapper.literals, self.prefilter_engine)
+                    self._literals + unwrapper.literals, self.prefilter_engine)
                 self._prefilters[unwrapper.name] = prefilter
         for cand in scan_stream(stream, prefilter, counts, history=history):
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
                     text = clean(text)
-                found = list(self._line(state, cand, text, _memo(cand.lookback), None))
+                lookback = _memo(cand.lookback)
+                link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
+                found = list(self._line(state, cand, text, lookback, None, link))
             else:
                 found = self._records(state, cand, unwrapper)
             if len(found) > 1:
@@ -192,14 +203,16 @@ class Engine:
         found: list[Finding] = []
         for record in records:
             for text in record.text.split("\n"):
+                lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
+                raw = text.encode("utf-8", "replace")
+                link = self.observer.line(state, cand, text, raw, lookback, record, self.node)
                 if self.matcher.find(text):
-                    lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
-                    found.extend(self._line(state, cand, text, lookback, record))
+                    found.extend(self._line(state, cand, text, lookback, record, link))
                 done.append((record.pod, text))
         return found
 
     def _line(self, state: _StreamState, cand: Candidate, text: str, lookback: Callable[[], Lines],
-              record: Record | None) -> Iterator[Finding]:
+              record: Record | None, link: tuple[Fact, ...] = ()) -> Iterator[Finding]:
         """Findings of one line (or one record's line): its codes in their context."""
         hits = self.matcher.find(text)
         if not hits:
@@ -234,8 +247,7 @@ class Engine:
             clipped, code_text = _clip(text, hit.start), format_code(hit.value)
             # The node: what the envelope names (a host), else the Ascend layout's (or --node),
             # else the pod; a folder that only holds the log names a node only when no pod does.
-            node = (record.node if record else None) or (
-                (layout.node if layout.anchored else None) or self.node or pod if pod else layout.node or self.node)
+            node = node_of(state.layout, record, pod, self.node)
             yield Finding(
                 source=state.name, line=cand.line_no, timestamp=when.timestamp,
                 code=code_text, name=code.name if code else None,
@@ -249,7 +261,7 @@ class Engine:
                 fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=state.bundle,
                 pod=pod, container=(record.container if record else None) or layout.container,
                 stream=record.stream if record else None, envelope=state.envelope if record else None,
-                envelope_time=record.time if record else None, time_source=when.source,
+                envelope_time=record.time if record else None, time_source=when.source, link=link,
             )
 
     def _seed(self, history: bytes, state: _StreamState, unwrapper: Unwrapper | None) -> None:
@@ -266,6 +278,9 @@ class Engine:
                 if pod:
                     headers = [replace(h, pod=pod) for h in headers]
                 process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+                if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
+                    for kind, value in self.linkfacts.find(text):
+                        state.recent.setdefault(headers[0].pid or state.layout.pid, {})[kind] = (value, line_no)
                 for hit in self.matcher.find(text):
                     if hit.value != GENERIC_FAILED:
                         state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
@@ -288,6 +303,8 @@ class _StreamState:
     clock: StreamClock
     year: YearHint | None
     envelope: str | None = None
+    observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
+    recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)  # pid -> kind -> (value, line)
 
 
 def sort_key(f: Finding) -> tuple[str, int, str]:

@@ -71,7 +71,8 @@ _TORCH = re.compile(
     r"\(PID:(?P<pid>\d+), Device:-?\d+, RankID:-?\d+\)\s?"
 )
 _MINDIE = re.compile(
-    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?\] \[(?P<pid>\d+)\] \[(?P<tid>\d+)\] "
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?(?:[+-]\d\d:?\d\d|Z)?\] "
+    r"\[(?P<pid>\d+)\] \[(?P<tid>\d+)\] "
     r"\[[^\]]*\] \[(?P<level>\w+)\] \[[^\]]*\]\s*:?\s?"
 )
 _PYLOG = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?")

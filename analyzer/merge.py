@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import IO, Any
 
 from .api import Analysis
 from .errors import InputError
+from .incidents import build_incidents
+from .observed import Observed
 from .records import Finding, InputStats, Skipped
 from .rules import RuleSet
 from .store import FindingStore, RunWriter, spill_dir
@@ -38,13 +41,15 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
     ruleset = rules or RuleSet.load()
     store = FindingStore(spill_dir())
     stats = InputStats()
+    observed = Observed()  # related errors and link facts of the JSON parts, for the incidents
     try:
         for part in parts:
             writer = RunWriter(store.spill_dir)
-            part_stats = read_part(part, writer.add, ruleset)
+            part_stats = read_part(part, writer.add, ruleset, observed)
             if part_stats is None:
                 if warn:
-                    warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted")
+                    warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted, "
+                         "and its incidents know no related errors or link facts")
             else:
                 stats.add(part_stats)
             store.add(writer.finish())
@@ -55,21 +60,26 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
         store.close()
         raise
     store.count = tally.count
-    return Analysis(store, stats, ruleset, tally.summary())
+    summary = tally.summary()
+    related = observed.sorted_related()
+    incidents = build_incidents(summary.bursts, related, observed.nodes, ruleset)
+    return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
+                    links=dict(sorted(observed.nodes.items(), key=lambda kv: kv[0] or "")))
 
 
-def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet) -> InputStats | None:
+def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
+              observed: Observed | None = None) -> InputStats | None:
     """Feed the findings of one part to `sink` in its order; return its input stats (None for
     JSONL, which has none)."""
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
         if magic == b"PAR1":
-            return _read_parquet(path, sink)
+            return _read_parquet(path, sink, observed)
         with open(path, encoding="utf-8") as text:
             first = text.readline()
             if first.strip() == "{":
-                return _read_json(path, text, sink, rules)
+                return _read_json(path, text, sink, rules, observed)
             text.seek(0)
             for n, line in enumerate(text, 1):
                 if line.strip():
@@ -92,7 +102,8 @@ def _loads(line: str, path: str, n: int) -> dict[str, Any]:
     return value
 
 
-def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules: RuleSet) -> InputStats:
+def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules: RuleSet,
+               observed: Observed | None = None) -> InputStats:
     """A JSON report, streamed: its head up to the findings, then one finding per line."""
     head = ["{"]
     for line in text:
@@ -104,6 +115,8 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
     report = json.loads("".join(head).rstrip().rstrip(",") + "}")
     if report.get("tool") != "ddtriage":
         raise InputError(f"{path}: not a ddtriage JSON report")
+    if observed is not None:
+        observed.add_report(report.get("related") or [], report.get("links") or [])
     for n, line in enumerate(text, len(head) + 1):
         item = line.strip().rstrip(",")
         if item.startswith("{"):
@@ -113,7 +126,7 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
     return stats_from_dict(report["inputs"])
 
 
-def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
+def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None) -> InputStats:
     from .writers.parquet import METADATA_KEY, _pyarrow
 
     pq = _pyarrow().parquet
@@ -124,7 +137,10 @@ def _read_parquet(path: str, sink: Callable[[Finding], None]) -> InputStats:
     for batch in handle.iter_batches(batch_size=4096):  # a few MiB of rows at a time
         for row in batch.to_pylist():
             sink(finding_of(row))
-    return stats_from_dict(json.loads(meta)["inputs"])
+    head = json.loads(meta)
+    if observed is not None:
+        observed.add_report(head.get("related") or [], head.get("links") or [])
+    return stats_from_dict(head["inputs"])
 
 
 def finding_from_dict(d: dict[str, Any], rules: RuleSet) -> Finding:

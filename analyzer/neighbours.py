@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -51,6 +51,18 @@ class Family:
     literals: tuple[str, ...]
     pattern: re.Pattern
     codes: dict
+    level: int = 1  # 1: below LLM-DataDist (runtime, HCCL, sockets, ...); 2: beside it; 3: the application
+    aliases: dict[str, str] = field(default_factory=dict)  # printed text (lower case) -> code
+    action: str = "collect-logs"
+    remedy: str = ""
+    remedies: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (action, remedy)
+
+    def meaning(self, code: str) -> str:
+        return self.codes.get(code) or self.codes.get(code.upper()) or self.name
+
+    def remedy_for(self, code: str) -> tuple[str, str]:
+        """(action, remedy) for one of this family's codes."""
+        return self.remedies.get(code) or self.remedies.get(code.upper()) or (self.action, self.remedy)
 
 
 class NeighbourMatcher:
@@ -86,9 +98,12 @@ class NeighbourMatcher:
             m = family.pattern.search(line)
             if m:
                 code = next((g for g in m.groups() if g), m.group(0))
-                meaning = family.codes.get(code) or family.codes.get(code.upper()) or family.name
-                out.append((family.id, code, meaning))
+                code = family.aliases.get(code.lower(), code)
+                out.append((family.id, code, family.meaning(code)))
         return out
+
+    def family(self, family_id: str) -> Family | None:
+        return next((f for f in self.families if f.id == family_id), None)
 
     @classmethod
     def load(cls, path: Path | None) -> NeighbourMatcher:
@@ -102,7 +117,8 @@ class NeighbourMatcher:
             where = f"{path}: family {raw.get('id', '#' + str(i + 1)) if isinstance(raw, dict) else '#' + str(i + 1)}"
             if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
                 raise RuleError(f"{where}: must be a mapping with an `id`")
-            unknown = sorted(set(raw) - {"id", "name", "literals", "pattern", "codes"})
+            unknown = sorted(set(raw) - {"id", "name", "literals", "pattern", "codes", "level", "aliases", "action",
+                                         "remedy", "remedies"})
             if unknown:
                 raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
             literals = raw.get("literals")
@@ -115,8 +131,22 @@ class NeighbourMatcher:
             codes = raw.get("codes") or {}
             if not isinstance(codes, dict):
                 raise RuleError(f"{where}: `codes` must map codes to meanings")
+            remedies = raw.get("remedies") or {}
+            pairs = remedies.values() if isinstance(remedies, dict) else ()
+            if not isinstance(remedies, dict) or not all(
+                    isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in pairs):
+                raise RuleError(f"{where}: `remedies` must map codes to [action, remedy]")
+            aliases = raw.get("aliases") or {}
+            if not isinstance(aliases, dict):
+                raise RuleError(f"{where}: `aliases` must map printed text to codes")
+            level = raw.get("level", 1)
+            if level not in (1, 2, 3):
+                raise RuleError(f"{where}: `level` must be 1 (below LLM-DataDist), 2 (beside it) or 3 (above it)")
             families.append(Family(raw["id"], str(raw.get("name") or raw["id"]), tuple(literals), pattern,
-                                   {str(k): str(v) for k, v in codes.items()}))
+                                   {str(k): str(v) for k, v in codes.items()}, level,
+                                   {str(k).lower(): str(v) for k, v in aliases.items()},
+                                   str(raw.get("action") or "collect-logs"), str(raw.get("remedy") or ""),
+                                   {str(k): (v[0], v[1]) for k, v in remedies.items()}))
         return cls(families)
 
 

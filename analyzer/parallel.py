@@ -260,6 +260,7 @@ def merge(units: list[WorkUnit], results: Iterable[UnitResult],
                 stats.files += 1
             for run in runs:
                 run.shift = shift
+            unit_stats.observed.shift(shift)
             shift += unit_stats.lines
         store.add(runs)
         stats.add(unit_stats)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from .observed import Observed
+
 
 @dataclass(frozen=True, slots=True)
 class CodeHit:
@@ -57,6 +59,7 @@ class Finding(NamedTuple):
     envelope: str | None = None  # the envelope the line came in (analyzer/data/envelopes.yaml)
     envelope_time: str | None = None  # the envelope's own time (ISO 8601, its offset kept)
     time_source: str | None = None  # where `timestamp` came from: line | envelope (None: no time)
+    link: tuple[tuple[str, str], ...] = ()  # link facts of its line and process: (kind, value), by kind
 
     def to_dict(self) -> dict:
         """The JSON shape of a finding (stable key order)."""
@@ -92,6 +95,7 @@ class Finding(NamedTuple):
             "pid": self.pid,
             "tid": self.tid,
             "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in self.causes],
+            "link": dict(self.link),
             "text": self.text,
         }
 
@@ -114,8 +118,10 @@ class InputStats:
     skipped: list[Skipped] = field(default_factory=list)
     excluded: int = 0  # streams left out by --include/--exclude
     outside_window: int = 0  # findings outside --since/--until
+    observed: Observed = field(default_factory=Observed)  # link facts and related errors (not counts)
 
     def add(self, other: InputStats) -> None:
+        self.observed.add(other.observed)
         self.files += other.files
         self.lines += other.lines
         self.bytes += other.bytes

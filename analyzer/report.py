@@ -13,7 +13,7 @@ goes last, so existing constructor calls and writers keep working), then add it 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 LIST_LIMIT = 10  # names (sources, nodes) listed in one summary row; the rest are counted ("and N more")
@@ -226,6 +226,12 @@ class Burst:
     echoes: int  # generic LLM_FAILED findings attached to the lead
     causes: tuple[Cause, ...]  # the lead's likely causes (at most five)
     also: tuple[AlsoCode, ...]  # the other specific codes, one per (code, API, action)
+    # What incidents are built from (not part of the burst's JSON): its findings' fingerprints,
+    # the req_ids and peers (remote cluster, address) its lines name, and (code name, API, count).
+    fingerprints: tuple[str, ...] = ()
+    req_ids: tuple[str, ...] = ()
+    peers: tuple[tuple[str | None, str | None], ...] = ()
+    counts: tuple[tuple[str, str | None, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -301,6 +307,50 @@ class FoldedRow:
 
 
 @dataclass(frozen=True, slots=True)
+class IncidentLead:
+    """The first error of an incident: a lower-level (runtime, HCCL, socket, ...) error when one came
+    first on either side, else its earliest specific LLM-DataDist code."""
+
+    source: str
+    line: int
+    node: str | None
+    family: str  # "llm-datadist" or a neighbour family id ("runtime", "hccl", "socket", ...)
+    code: str  # "0x5010B009", "207001", "111", "EI0006"
+    text: str
+    timestamp: str | None = None
+    meaning: str = ""  # the code's name or meaning ("LLM_LINK_FAILED", "device out of memory")
+    api: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "node": self.node, "family": self.family,
+                "code": self.code, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """The bursts of one failure across files and nodes, with its lead, what to do and its story."""
+
+    id: int
+    start: str | None
+    end: str | None
+    nodes: tuple[str, ...]  # sorted; a finding without a node counts as "(no node)"
+    lead: IncidentLead
+    action: str  # the lead's remedy, then the LLM-DataDist remedies that follow from it
+    story: str  # one paragraph: what happened, in order, both sides and the evidence
+    findings: int
+    fingerprints: tuple[str, ...]  # sorted
+    action_word: str = "collect-logs"  # the lead's action word (colours, grouping); not in the JSON
+    severe: bool = False  # holds a finding not known to be recoverable
+    bursts: tuple[int, ...] = ()  # indexes into Summary.bursts
+    related: tuple[int, ...] = ()  # indexes into Analysis.related
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "start": self.start, "end": self.end, "nodes": list(self.nodes),
+                "lead": self.lead.to_dict(), "action": self.action, "story": self.story,
+                "findings": self.findings, "fingerprints": list(self.fingerprints)}
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     """The diagnosis every report shows, sorted so every writer renders it the same way.
 
@@ -313,6 +363,9 @@ class Summary:
     actions: tuple[ActionRow, ...] = ()  # most frequent first
     nodes: tuple[NodeRow, ...] = ()  # by node name, no node first
     bursts: tuple[Burst, ...] = ()  # severe first, then in time order (untimed last); the first MAX_BURSTS
+    # Most severe first (analyzer.incidents). Built after the tally from its bursts, link facts and
+    # related errors, so it takes no part in comparing two tallies' summaries.
+    incidents: tuple[Incident, ...] = field(default=(), compare=False)
     bundles: tuple[BundleRow, ...] = ()  # the ROW_LIMIT worst bundles: most unrecoverable, then most findings
     more_bundles: int = 0  # bundles beyond those listed
     fingerprints: tuple[FingerprintRow, ...] = ()  # recurring failures: in most bundles, then nodes, first
@@ -336,4 +389,5 @@ class Summary:
             "more_bundles": self.more_bundles,
             "fingerprints": [r.to_dict() for r in self.fingerprints],
             "more_fingerprints": self.more_fingerprints,
+            "incidents": [i.to_dict() for i in self.incidents],
         }

@@ -4,6 +4,7 @@
 - A rule's `no_match` example must still be found, as a code the rule covers, on its last line,
   but under a *different* rule: the same code in another context. (An example the scanner does not
   find at all would pass a plain "did not match" test vacuously.)
+- A link fact's `match` example (`linkfacts.yaml`) must give exactly its value; `no_match`, none.
 - A neighbour family's `match` example must be classified as that family, literals prefilter
   included; its `no_match` example (a look-alike) must not be. Family examples live under the
   top-level `examples:` key of neighbours.yaml, keyed by family id.
@@ -160,7 +161,9 @@ def check_envelope_examples(rules: RuleSet) -> list[str]:
 
 
 def check_examples(rules: RuleSet) -> list[str]:
-    """Every failing example of rules, neighbour families and envelopes, malformed family examples
-    included (empty when all pass)."""
+    """Every failing example of rules, neighbour families, envelopes and link facts, malformed family
+    examples included (empty when all pass)."""
+    facts_paths = [p for p in rules.sources if p.name == "linkfacts.yaml"]
+    facts = rules.linkfacts.check_examples(str(facts_paths[-1])) if facts_paths else []
     return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
-            + check_envelope_examples(rules))
+            + check_envelope_examples(rules) + facts)

@@ -19,6 +19,7 @@ import regex
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .envelopes import EnvelopeTable
 from .errors import RuleError
+from .linkfacts import LinkFactMatcher
 from .neighbours import NeighbourMatcher
 
 UNKNOWN_RULE_ID = "unknown-code"
@@ -90,11 +91,13 @@ class RuleSet:
     """The catalog, the API table and every remedy rule, ready to match."""
 
     def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path],
-                 neighbours: NeighbourMatcher | None = None, envelopes: EnvelopeTable | None = None):
+                 neighbours: NeighbourMatcher | None = None, envelopes: EnvelopeTable | None = None,
+                 linkfacts: LinkFactMatcher | None = None):
         self.catalog = catalog
         self.apis = apis
         self.neighbours = neighbours or NeighbourMatcher([])
         self.envelopes = envelopes or EnvelopeTable([])
+        self.linkfacts = linkfacts or LinkFactMatcher([])
         self.rules = rules
         self.sources = sources
         self.by_id = {r.id: r for r in rules}
@@ -147,6 +150,8 @@ class RuleSet:
         neighbours = NeighbourMatcher.load(neighbours_path)
         envelopes_path = _last_existing(dirs, "envelopes.yaml")
         envelopes = EnvelopeTable.load(envelopes_path) if envelopes_path else EnvelopeTable([])
+        linkfacts_path = _last_existing(dirs, "linkfacts.yaml")
+        linkfacts = LinkFactMatcher.load(linkfacts_path)
         rules: dict[str, Rule] = {}
         for code in catalog.codes:
             rule = default_rule(code, catalog_path)
@@ -161,10 +166,10 @@ class RuleSet:
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
-        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path) if p]
+        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path) if p]
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
-                if path.name in ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml"):
+                if path.name in ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml"):
                     continue
                 sources.append(path)
                 for rule in load_rule_file(path, catalog, apis, builtin=index == 0):
@@ -174,7 +179,7 @@ class RuleSet:
                     if earlier is not None and not earlier.default and earlier.origin.startswith(str(d) + "/"):
                         raise RuleError(f"{path}: rule {rule.id}: id is also defined in {earlier.origin}")
                     rules[rule.id] = rule  # a later directory overrides an earlier one
-        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes)
+        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts)
 
 
 def _last_existing(dirs: list[Path], name: str) -> Path | None:

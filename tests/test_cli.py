@@ -122,7 +122,9 @@ def test_explain():
     assert run("explain", "LLM_SEQ_LENOVERLIMIT")[1].startswith("0x5010B011")
     info = json.loads(run("explain", "0x5010b0a3", "--format", "json")[1])
     assert info["name"] is None and info["rules"][0]["id"] == "unknown-code"
-    code, _, err = run("explain", "507046")
+    code, out, _ = run("explain", "507046")  # a neighbour code: explained as such, never as LLM-DataDist
+    assert code == 0 and out.startswith("runtime 507046") and "stream sync timeout" in out
+    code, _, err = run("explain", "5070466")
     assert code == 2 and "not an LLM-DataDist status code" in err
 
 

@@ -64,7 +64,7 @@ def test_family_examples_pass(tmp_path):
      "hixl", "503900"),
     ("[ERROR] 2025-04-08-18:07:20 (PID:1292, Device:1, RankID:1) ERR01100 OPS call acl api failed.", "torch-npu", "ERR01100"),
     ("[2025-11-12 03:40:04.118] [1] [2] [llm] [ERROR] [a.cpp:88] : [MIE05E010019] P/D link failed", "mindie", "MIE05E010019"),
-    ("connect to 10.0.1.11:26006 failed, errno 111: Connection refused", "socket", "Connection refused"),
+    ("connect to 10.0.1.11:26006 failed, errno 111: Connection refused", "socket", "111"),
 ])
 def test_families_classify_but_never_find(rules, line, family, code):
     assert analyze_text(line, rules) == []
@@ -109,7 +109,7 @@ def test_numbers_that_are_not_results_are_not_causes(rules, line):
 @pytest.mark.parametrize("line,code", [
     ("E19999: Inner Error!", "E19999"),
     ("EZ1001: operator compile failed", "EZ1001"),
-    ("connect failed, errno:111", "errno:111"),
+    ("connect failed, errno:111", "111"),
     ("stream sync failed (507046)", "507046"),
 ])
 def test_more_neighbour_forms(rules, line, code):

@@ -42,4 +42,4 @@ def test_empty_summary(rules):
     assert summarize([], rules) == Summary()
     assert Summary().to_dict() == {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "actions": [],
                                    "nodes": [], "bursts": [], "bundles": [], "more_bundles": 0,
-                                   "fingerprints": [], "more_fingerprints": 0}
+                                   "fingerprints": [], "more_fingerprints": 0, "incidents": []}

@@ -92,11 +92,11 @@ def test_one_finding_json_round_trips_in_a_stable_order(tmp_path):
     analysis = analysis_of(tmp_path, ONE)
     raw = render_report("json", analysis)
     report = json.loads(raw)
-    assert list(report) == ["tool", "version", "inputs", "summary", "findings"]
+    assert list(report) == ["tool", "version", "inputs", "summary", "related", "links", "findings"]
     summary = report["summary"]
     assert summary == analysis.summary.to_dict()
     assert list(summary) == ["findings", "unrecoverable", "unknown_codes", "codes", "actions", "nodes", "bursts",
-                             "bundles", "more_bundles", "fingerprints", "more_fingerprints"]
+                             "bundles", "more_bundles", "fingerprints", "more_fingerprints", "incidents"]
     assert list(summary["codes"][0]) == ["code", "name", "api", "rule", "action", "recoverable", "count",
                                          "first_seen", "last_seen", "first_at", "sources", "more_sources"]
     assert list(summary["bursts"][0]) == ["source", "node", "kind", "pid", "lines", "first_seen", "last_seen",

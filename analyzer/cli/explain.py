@@ -27,6 +27,13 @@ def explain(code: str, fmt: str, rules_dirs: tuple[Path, ...]) -> None:
     if fmt == "json":
         click.echo(json.dumps(info, indent=2, ensure_ascii=False))
         return
+    if "family" in info:
+        click.echo(f"{info['family']} {info['code']}  {info['family_name']} ({info['level']})")
+        click.echo(f"meaning:     {info['meaning']}")
+        click.echo(f"action:      {info['action']}")
+        click.echo(f"remedy:      {info['remedy']}")
+        click.echo(f"note:        {info['note']}")
+        return
     names = info["name"] or "unknown LLM-DataDist code"
     if info["python_name"] and info["python_name"] != info["name"]:
         names += f" (Python: {info['python_name']})"

@@ -6,7 +6,7 @@ import os
 import sys
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -44,8 +44,9 @@ from .outputs import Output, resolve_outputs
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
                    "prefix, else the name (.sarif, .xml, .md, .json, .txt), else --format; - is stdout.")
-@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
-              help="Which findings make the exit code 1 (unrecoverable: not known to be recoverable).")
+@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
+              show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
+              "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only scan logs whose path, archive member or file name matches (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -80,6 +81,12 @@ from .outputs import Output, resolve_outputs
               help="Record every finding of this scan by fingerprint, for a later --baseline.")
 @click.option("--suppressions", metavar="FILE", type=click.Path(dir_okay=False),
               help="YAML list of known errors to hide (rule, code or fingerprint; reason; optional expires).")
+@click.option("--context", "-C", "around", type=click.IntRange(0, 50), default=0, metavar="N",
+              help="Show N lines around each incident's lead, read back from its log (text, markdown, html).")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the text report (auto: on a terminal, unless NO_COLOR is set).")
+@click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
+              "terminal through $PAGER, else less -FRX, as git does).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -87,6 +94,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
+         around: int, color: str, no_pager: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -139,8 +147,12 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
              + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
                 if left_out else "") + "; check the paths and globs, or pass --allow-empty")
     _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
+    if around:
+        from ..readback import context_of
+
+        analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
-        _write(report, analysis)
+        _write(report, analysis, color, no_pager)
     analysis.close()  # the findings' temporary files (the summary holds what the exit code needs)
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
@@ -182,8 +194,9 @@ def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None
                    "it hides nothing now: renew or remove it", err=True)
 
 
-def _write(report: Output, analysis: Analysis) -> None:
-    """One report: standard output, or a file written whole through a temporary file."""
+def _write(report: Output, analysis: Analysis, color: str = "never", no_pager: bool = True) -> None:
+    """One report: standard output (on a terminal: its width, colour and a pager), or a file written
+    whole through a temporary file."""
     try:
         if is_binary(report.fmt):
             if report.path == "-" and sys.stdout.isatty():
@@ -195,19 +208,77 @@ def _write(report: Output, analysis: Analysis) -> None:
                     write_report(report.fmt, analysis, binary)
             return
         if report.path == "-":
-            write_report(report.fmt, analysis, sys.stdout)
+            if sys.stdout.isatty():
+                to_terminal(report.fmt, analysis, color, no_pager)
+            else:
+                _write_to(report.fmt, analysis, sys.stdout, color)
         else:
             with atomic_file(report.path) as handle:
-                write_report(report.fmt, analysis, handle)
+                _write_to(report.fmt, analysis, handle, color)
     except BrokenPipeError:
         quiet_broken_pipe()
     except OSError as exc:
         fail(f"{report.path}: cannot write report: {exc.strerror or exc}")
 
 
+def _write_to(fmt: str, analysis: Analysis, handle: TextIO, color: str) -> None:
+    """A report into a file or pipe: colour only when asked for (`--color always`)."""
+    if fmt == "text" and color == "always":
+        from ..writers.text import write as write_text
+
+        write_text(analysis, handle, color=True)
+    else:
+        write_report(fmt, analysis, handle)
+
+
+def to_terminal(fmt: str, analysis: Analysis, color: str, no_pager: bool) -> None:
+    """The report on a terminal: its real width, colour unless NO_COLOR (or --color never), and a
+    pager when it is longer than the screen."""
+    import os
+    import shutil
+
+    from ..writers import render_report
+    from ..writers.common import Style
+    from ..writers.text import render
+
+    size = shutil.get_terminal_size()
+    use_color = color == "always" or (color == "auto" and not os.environ.get("NO_COLOR")
+                                      and os.environ.get("TERM") != "dumb")
+    text = render(analysis, max(60, size.columns), Style(use_color)) if fmt == "text" else render_report(fmt, analysis)
+    if no_pager or fmt not in ("text", "markdown") or text.count("\n") < size.lines:
+        click.echo(text, nl=False, color=use_color)
+        return
+    page(text)
+
+
+def page(text: str) -> None:
+    """Through $PAGER (else `less`) with git's LESS=FRX: quit if one screen, keep colours."""
+    import os
+    import shlex
+    import subprocess
+
+    command = os.environ.get("DDTRIAGE_PAGER") or os.environ.get("PAGER") or "less"
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    try:
+        proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, env=env)
+    except OSError:
+        click.echo(text, nl=False)
+        return
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text.encode("utf-8"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    proc.wait()
+
+
 def _gate(analysis: Analysis, fail_on: str) -> bool:
     if fail_on == "never":
         return False
+    if fail_on == "related":  # findings or related errors (kept apart from the findings store)
+        return analysis.summary.findings > 0 or bool(analysis.related)
     if fail_on == "unrecoverable":  # from the summary: the findings are not read again
         return analysis.summary.unrecoverable > 0
     return analysis.summary.findings > 0

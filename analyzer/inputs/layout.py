@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 from .formats import strip_archive_suffix, strip_compression_suffix
 
-_LAYOUT_WORDS = re.compile(r"(?i)^(?:ascend|log|logs|debug|run|security|plog|device_?log|device-\d+|slog)$")
+# `mindie/log/...`: MindIE keeps its own log root beside ascend/ (domain.md §6), not a node.
+_LAYOUT_WORDS = re.compile(
+    r"(?i)^(?:ascend|log|logs|debug|run|security|plog|device_?log|device-\d+|slog|mindie|mindie[-_]?service)$")
 _DEVICE_DIR = re.compile(r"(?i)^device-(\d+)$")
 _PLOG_FILE = re.compile(r"(?i)^plog-(\d+)_\d+")
 _DEVICE_FILE = re.compile(r"(?i)^device-(\d+)_\d+")

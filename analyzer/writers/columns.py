@@ -31,6 +31,8 @@ def value(f: Finding, column: str) -> Any:
         return list(f.references)
     if column == "causes":
         return [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in f.causes]
+    if column == "link":  # (kind, value) pairs: a map in Parquet
+        return list(f.link)
     return getattr(f, _FIELD.get(column, column))
 
 
@@ -43,6 +45,8 @@ def finding_of(row: dict[str, Any]) -> Finding:
             fields[name] = sys.intern(fields[name])
     fields["references"] = tuple(row.get("references") or ())
     fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row.get("causes") or ())
+    link = row.get("link") or ()
+    fields["link"] = tuple(sorted((dict(link) if not isinstance(link, dict) else link).items()))
     return Finding(**fields)
 
 

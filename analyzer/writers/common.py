@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -15,16 +16,81 @@ def describe_code(code: str, name: str | None) -> str:
     return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
 
 
-def short_source(source: str, width: int) -> str:
-    """A path that fits `width`: the file (or member) name in full, with as much of the start
-    (the bundle or node) as fits, the middle elided."""
+def short_source(source: str, width: int, keep: str | None = None) -> str:
+    """A path that fits `width` where it can: the file (or member) name and the node folder
+    (`keep`, else the first folder that names a node) stay whole; the folders in between are
+    dropped from the middle outward, shown as `…`. A name longer than `width` is kept whole."""
     if len(source) <= width:
         return source
-    tail = source[-(width * 2 // 3):]
-    cut = min((i for i in (tail.find("/"), tail.find("!")) if i > 0), default=0)
-    tail = tail[cut:]  # start the tail at a path boundary
-    head = source[: max(0, width - len(tail) - 1)]
-    return head + "…" + tail
+    parts = re.split(r"([/!])", source)  # [name, sep, name, sep, ..., file]
+    names, seps = parts[0::2], parts[1::2]
+    last = len(names) - 1
+    node = next((i for i, n in enumerate(names[:-1]) if keep and n == keep), None)
+    if node is None:
+        node = next((i for i, n in enumerate(names[:-1]) if _NODEISH.search(n)), 0)
+    kept = set(range(node + 1)) | {last}
+
+    def text(chosen: set[int]) -> str:
+        out, gap = "", False
+        for i, name in enumerate(names):
+            if i in chosen:
+                out += ("…" + seps[i - 1] if gap else "") + name + (seps[i] if i < last else "")
+                gap = False
+            else:
+                gap = True
+        return out
+
+    # Drop leading folders above the node first when even node + file does not fit.
+    while len(text(kept)) > width and min(kept) < node:
+        kept.discard(min(kept))
+    for i in range(last - 1, node, -1):  # add back the folders nearest the file while they fit
+        if len(text(kept | {i})) > width:
+            break
+        kept.add(i)
+    return text(kept)
+
+
+_NODEISH = re.compile(r"(?i)node|host|worker|server|^(?:p|d)\d|prefill|decode|prompt")
+
+
+class Style:
+    """Terminal colours (ANSI), or none: every method returns its text unchanged without colour."""
+
+    COLORS = {"free-memory": "31", "check-network": "35", "relink": "33", "retry": "36", "retry-later": "36",
+              "check-link-state": "33", "fix-params": "34", "check-cache": "34", "collect-logs": "37"}
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color and text else text
+
+    def bold(self, text: str) -> str:
+        return self._sgr("1", text)
+
+    def lead(self, text: str) -> str:
+        return self._sgr("1;33", text)
+
+    def action(self, word: str) -> str:
+        return self._sgr("1;" + self.COLORS.get(word, "37"), word)
+
+    def head(self, text: str, word: str) -> str:
+        return self._sgr("1;" + self.COLORS.get(word, "37"), text)
+
+
+def span_of(start: str | None, end: str | None) -> str:
+    """`2025-11-12 03:40:01.200-03:40:04`: an incident's time span, the date once."""
+    if not start:
+        return "no timestamp"
+    first = start.replace("T", " ")[:23]
+    if not end or end == start:
+        return first
+    return first + "-" + (end[11:23] if end[:10] == start[:10] else end.replace("T", " ")[:23])
+
+
+def context_lines(analysis: Analysis, source: str, line: int) -> list[tuple[int, str]]:
+    """The lines around a lead read back from its source (`-C N`), when the report asked for them."""
+    return list(analysis.context.get((source, line), ()))
 
 
 def describe_api(api: str | None, evidence: str | None, api_line: int | None = None) -> str:

@@ -67,13 +67,19 @@ def _fast(f: Finding) -> str:
             f'"node": {_str(f.node)}, "pod": {_str(f.pod)}, "container": {_str(f.container)}, '
             f'"stream": {_str(f.stream)}, "envelope": {_str(f.envelope)}, "envelope_time": {_str(f.envelope_time)}, '
             f'"kind": {_string(f.kind)}, "device": {_str(f.device)}, '
-            f'"pid": {_str(f.pid)}, "tid": {_str(f.tid)}, "causes": {_cached(f.causes)}, "text": {_string(f.text)}}}')
+            f'"pid": {_str(f.pid)}, "tid": {_str(f.tid)}, "causes": {_cached(f.causes)}, "link": {_link(f.link)}, '
+            f'"text": {_string(f.text)}}}')
+
+
+def _link(link: tuple[tuple[str, str], ...]) -> str:
+    """A finding's link facts as a JSON object (kinds are unique and sorted)."""
+    return "{" + ", ".join(f"{_string(k)}: {_string(v)}" for k, v in link) + "}"
 
 
 _FAST_KEYS = ["source", "line", "timestamp", "time_source", "inferred_time", "code", "name", "known", "api",
               "api_evidence", "api_line", "recoverable", "rule", "fingerprint", "action", "remedy", "references",
               "form", "in_cluster_results", "bundle", "node", "pod", "container", "stream", "envelope",
-              "envelope_time", "kind", "device", "pid", "tid", "causes", "text"]
+              "envelope_time", "kind", "device", "pid", "tid", "causes", "link", "text"]
 
 
 def _slow(f: Finding) -> str:

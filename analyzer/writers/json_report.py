@@ -1,6 +1,9 @@
 """JSON report: everything, as data. Deterministic: stable key order, no wall-clock time.
 
-    {"tool": "ddtriage", "version": 1, "inputs": {...}, "summary": {...}, "findings": [
+    {"tool": "ddtriage", "version": 1, "inputs": {...}, "summary": {..., "incidents": [...]},
+     "related": [{"source": ..., "line": 19, "family": "runtime", "code": "207001", ...}],
+     "links": [{"node": "prompt-node-1", "role": "Prompt", "listen": ["10.0.1.11:26000"], ...}],
+     "findings": [
     {"source": "plog-4811.log", "line": 12, "code": "0x5010B009", ...},
     ...]}
 
@@ -34,6 +37,8 @@ def write(analysis: Analysis, out: TextIO) -> None:
         "version": REPORT_VERSION,
         "inputs": analysis.inputs.to_dict(),
         "summary": analysis.summary.to_dict(),
+        "related": [e.to_dict() for e in analysis.related],
+        "links": [facts.to_dict(node) for node, facts in analysis.links.items()],
     }
     known = analysis.known_errors
     if known is not None:  # what --baseline / --suppressions hid, and why

@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, TextIO
 
 from . import safe
 from .common import (
+    context_lines,
     describe_api,
     describe_burst_extras,
     describe_causes,
@@ -20,7 +22,9 @@ from .common import (
     inputs_line,
     is_storm,
     known_errors_lines,
+    plural,
     recoverable_word,
+    span_of,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +39,49 @@ MAX_FINDINGS = 1000
 
 _cell = safe.markdown  # untrusted names and text: no HTML, link, row or line can come out of them
 _code = safe.markdown_code  # the same inside a `code span`
+
+
+def _code_block(lines: list[str]) -> list[str]:
+    """Log lines as a fenced block that no log text can close (its fence is longer than any run of
+    backticks in them), each line made safe for a terminal."""
+    safe_lines = [safe.terminal(line) for line in lines]
+    longest = max((len(run) for line in safe_lines for run in re.findall("`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "text", *safe_lines, fence]
+
+
+def incidents_md(analysis: Analysis) -> list[str]:
+    """Incidents first: the story, the lead (with context lines when asked for) and the action."""
+    incidents = analysis.summary.incidents
+    if not incidents:
+        return []
+    out = ["## Incidents", "", "Most severe first. The lead is the earliest lower-level error on either side, else "
+           "the earliest specific LLM-DataDist code.", ""]
+    for inc in incidents:
+        lead = inc.lead
+        out += [f"### {inc.id}. {_cell(' + '.join(inc.nodes))} ({_cell(span_of(inc.start, inc.end))}, "
+                f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), "",
+                f"- **Lead:** {_cell(lead.family)} {_cell(lead.code)} ({_cell(lead.meaning)}) on "
+                f"{_cell(lead.node or '(no node)')}, `{_code(lead.source)}:{lead.line}`",
+                f"- **Action: `{inc.action_word}`** {_cell(inc.action)}", ""]
+        shown = context_lines(analysis, lead.source, lead.line)
+        lines = [f"{'>' if n == lead.line else ' '}{n:>6}  {t}" for n, t in shown] or [lead.text]
+        out += _code_block(lines) + [""]
+    return out
+
+
+def related_md(analysis: Analysis) -> list[str]:
+    """Neighbour-family errors on their own, whether or not an LLM-DataDist code is present."""
+    if not analysis.related:
+        return []
+    out = ["## Related errors", "", "Runtime, HCCL, socket, CANN, HIXL, torch_npu and MindIE errors (not "
+           "LLM-DataDist codes).", "", "| where | node | time | family | code | meaning |", "|---|---|---|---|---|---|"]
+    for e in analysis.related[:MAX_FINDINGS]:
+        out.append(f"| `{_code(e.source)}:{e.line}` | {_cell(e.node or '')} | {_cell(e.timestamp or '')} | "
+                   f"{_cell(e.family)} | {_cell(e.code)} | {_cell(e.meaning)} |")
+    if len(analysis.related) > MAX_FINDINGS:
+        out.append(f"\n{len(analysis.related) - MAX_FINDINGS} more related errors: see the JSON report.")
+    return out + [""]
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
@@ -53,9 +100,12 @@ def render(analysis: Analysis) -> str:
     if known:
         out += ["## Known errors", ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]
         out.append("")
+    out += incidents_md(analysis)
     if not s.findings:
-        out.append("No LLM-DataDist status codes found.")
-        return "\n".join(out) + "\n"
+        out += ["No LLM-DataDist status codes found.", ""]
+    out += related_md(analysis)
+    if not s.findings:
+        return "\n".join(out).rstrip("\n") + "\n"
     out += _recurring(analysis)
     out += _diagnosis(s)
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]

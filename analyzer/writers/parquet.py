@@ -48,13 +48,16 @@ def schema() -> Any:
     cause = pa.struct([("line", number), ("family", text), ("code", text), ("meaning", text)])
     types = {"recoverable": flag, "line": number, "api_line": number, "known": flag, "generic": flag,
              "in_cluster_results": flag, "references": pa.list_(text),
-             "causes": pa.list_(cause)}
+             "causes": pa.list_(cause), "link": pa.map_(text, text)}
     return pa.schema([(c, types.get(c, text)) for c in COLUMNS])
 
 
 def write(analysis: Analysis, out: BinaryIO) -> None:
     pa = _pyarrow()
-    meta = {"version": REPORT_VERSION, "inputs": analysis.inputs.to_dict()}
+    meta = {"version": REPORT_VERSION, "inputs": analysis.inputs.to_dict(),
+            # what `ddtriage merge` needs to rebuild the incidents: related errors and link facts
+            "related": [e.to_dict() for e in analysis.related],
+            "links": [facts.to_dict(node) for node, facts in analysis.links.items()]}
     target = schema().with_metadata({METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
         batch: dict[str, list[Any]] = {c: [] for c in COLUMNS}

@@ -1,0 +1,32 @@
+"""`ddtriage show 'SOURCE:61-62'`: print lines of a log as reports name it, archives included."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import DDTriageError
+from .base import cli, fail
+
+
+@cli.command()
+@click.argument("where", nargs=-1, required=True)
+@click.option("--context", "-C", "around", type=click.IntRange(0, 500), default=0, show_default=True,
+              help="Also show N lines before and after.")
+def show(where: tuple[str, ...], around: int) -> None:
+    """Print lines of a log: WHERE is `PATH:LINE`, `PATH:FIRST-LAST` or `PATH`, where PATH may name an
+    archive member as reports do: 'bundle.tar.gz!node-2/plog.tar.gz!plog-1.log:61-62'."""
+    from ..readback import parse_where, read_lines
+
+    for n, text in enumerate(where):
+        try:
+            place = parse_where(text)
+            lines = read_lines(place.source, max(1, place.first - around), place.last + around)
+        except DDTriageError as exc:
+            fail(str(exc))
+        if len(where) > 1:
+            click.echo(("" if n == 0 else "\n") + f"==> {place.source} <==")
+        if not lines:
+            fail(f"{place.source}: has no line {place.first}")
+        for number, line in lines:
+            mark = ">" if place.first <= number <= place.last and around else " " if around else ""
+            click.echo(f"{mark}{number:>6}  {line}")

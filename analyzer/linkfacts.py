@@ -1,0 +1,270 @@
+"""Link facts: what a line says about its node's side of a P/D link (role, cluster ids, addresses,
+req_ids, device, versions), and what a whole node's logs say, gathered during the scan.
+
+Stage: context (link facts). The spellings are data (`rules/linkfacts.yaml`): per kind, literals
+for a cheap pre-test, patterns whose `value` group (or `ip` and `port` groups) is the fact, a map
+that normalises printed values, and example lines that `ddtriage rules check` proves. `NodeFacts`
+keeps a bounded summary per node: sets of small values and at most `MAX_REQ_IDS` request ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .catalog import read_yaml
+from .errors import RuleError
+
+MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
+KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
+         "device", "cann", "vllm", "vllm_ascend", "mindie", "xllm")
+VERSION_KINDS = ("cann", "vllm", "vllm_ascend", "mindie", "xllm")
+
+Fact = tuple[str, str]  # (kind, value)
+
+
+@dataclass(frozen=True, slots=True)
+class FactPattern:
+    """One kind of fact: its literals, patterns and value map, with its example lines."""
+
+    id: str
+    literals: tuple[str, ...]
+    patterns: tuple[re.Pattern[str], ...]
+    values: dict[str, str]
+    match: tuple[tuple[str, str], ...] = ()  # (line, expected value)
+    no_match: tuple[str, ...] = ()
+
+    def find(self, line: str) -> str | None:
+        """The fact on a line (its first spelling that matches), normalised; None without one."""
+        for pattern in self.patterns:
+            m = pattern.search(line)
+            if not m:
+                continue
+            groups = m.groupdict()
+            value = groups.get("value")
+            if value is None and groups.get("ip") and groups.get("port"):
+                value = f"{groups['ip']}:{groups['port']}"
+            if value:
+                return self.values.get(value.lower(), value)
+        return None
+
+
+class LinkFactMatcher:
+    """Finds every kind of link fact on a line."""
+
+    def __init__(self, kinds: list[FactPattern]) -> None:
+        self.kinds = kinds
+        self.literals = tuple(dict.fromkeys(lit for k in kinds for lit in k.literals))
+        self.raw_literals = tuple(lit.encode() for lit in self.literals)
+        # One pass finds which literals a line holds (longest first, so none hides another).
+        ordered = sorted(self.literals, key=len, reverse=True)
+        self._present = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._raw_present = re.compile(b"|".join(map(re.escape, sorted(self.raw_literals, key=len, reverse=True))))
+        self._sets = [frozenset(k.literals) for k in kinds]
+        # A literal found also stands for the shorter literals inside it ("cluster_id" -> "luster").
+        self._implied = {lit: frozenset(x for x in self.literals if x in lit) for lit in self.literals}
+
+    def find(self, line: str) -> list[Fact]:
+        """[(kind, value)] on one line, in the order of the kinds."""
+        if self._present is None:
+            return []
+        found = set(self._present.findall(line))
+        if not found:
+            return []
+        present = set().union(*(self._implied[lit] for lit in found))
+        out = []
+        for kind, wanted in zip(self.kinds, self._sets, strict=True):
+            if present & wanted:
+                value = kind.find(line)
+                if value is not None:
+                    out.append((kind.id, value))
+        return out
+
+    def maybe_in(self, raw: bytes) -> bool:
+        """Whether undecoded bytes hold any literal (the cheap test before decoding)."""
+        return bool(self.raw_literals) and self._raw_present.search(raw) is not None
+
+    def check_examples(self, origin: str = "linkfacts.yaml") -> list[str]:
+        """Every failing example line, as `origin: fact kind: reason`."""
+        problems = []
+        for kind in self.kinds:
+            if not kind.match:
+                problems.append(f"{origin}: fact {kind.id}: needs at least one `match` example")
+            for line, expected in kind.match:
+                got = dict(self.find(line)).get(kind.id)
+                if got != expected:
+                    problems.append(f"{origin}: fact {kind.id}: example should give {expected!r} but gave "
+                                    f"{got!r}: {line[:120]!r}")
+            for line in kind.no_match:
+                got = dict(self.find(line)).get(kind.id)
+                if got is not None:
+                    problems.append(f"{origin}: fact {kind.id}: example should give nothing but gave {got!r}: "
+                                    f"{line[:120]!r}")
+        return problems
+
+    @classmethod
+    def load(cls, path: Path | None) -> LinkFactMatcher:
+        if path is None:
+            return cls([])
+        data = read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
+            raise RuleError(f"{path}: expected a mapping with a `facts` list")
+        return cls([_load_kind(path, i, raw) for i, raw in enumerate(data["facts"])])
+
+
+def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
+    where = f"{path}: fact {raw.get('id', '#' + str(index + 1)) if isinstance(raw, dict) else '#' + str(index + 1)}"
+    if not isinstance(raw, dict) or raw.get("id") not in KINDS:
+        raise RuleError(f"{where}: must be a mapping whose `id` is one of {', '.join(KINDS)}")
+    unknown = sorted(set(raw) - {"id", "literals", "patterns", "values", "examples"})
+    if unknown:
+        raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
+    literals = raw.get("literals")
+    if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
+        raise RuleError(f"{where}: `literals` must be a non-empty list of strings")
+    patterns = []
+    for text in raw.get("patterns") or []:
+        try:
+            patterns.append(re.compile(str(text)))
+        except re.error as exc:
+            raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
+    if not patterns:
+        raise RuleError(f"{where}: needs at least one pattern")
+    values = raw.get("values") or {}
+    if not isinstance(values, dict):
+        raise RuleError(f"{where}: `values` must map printed values to normal ones")
+    examples = raw.get("examples") or {}
+    match, no_match = examples.get("match") or [], examples.get("no_match") or []
+    if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in match):
+        raise RuleError(f"{where}: examples.match entries must be [line, expected value]")
+    if not all(isinstance(x, str) for x in no_match):
+        raise RuleError(f"{where}: examples.no_match must be a list of lines")
+    return FactPattern(raw["id"], tuple(literals), tuple(patterns),
+                       {str(k).lower(): str(v) for k, v in values.items()},
+                       tuple((m[0], m[1]) for m in match), tuple(no_match))
+
+
+def addr_ip(addr: str) -> str:
+    """The ip of `ip[:port]`."""
+    return addr.split(":", 1)[0]
+
+
+@dataclass
+class NodeFacts:
+    """What one node's logs say about its side of the links (bounded: sets of small values)."""
+
+    roles: Counter[str] = field(default_factory=Counter)
+    clusters: set[tuple[str, str | None, str | None]] = field(default_factory=set)  # (cluster, device, pid)
+    local_ips: set[str] = field(default_factory=set)
+    listen: set[str] = field(default_factory=set)
+    remote: set[tuple[str | None, str | None]] = field(default_factory=set)  # (cluster, addr) it talks to
+    remote_clusters: set[str] = field(default_factory=set)
+    remote_ips: set[str] = field(default_factory=set)
+    req_ids: set[str] = field(default_factory=set)
+    devices: set[str] = field(default_factory=set)
+    pids: set[str] = field(default_factory=set)
+    versions: dict[str, set[str]] = field(default_factory=dict)
+
+    def note(self, facts: list[Fact], pid: str | None) -> None:
+        """Add the facts of one line (logged by process `pid`)."""
+        got = dict(facts)
+        if pid:
+            self.pids.add(pid)
+        for kind, value in facts:
+            if kind == "role":
+                self.roles[value] += 1
+            elif kind == "local_cluster":
+                self.clusters.add((value, got.get("device"), pid))
+            elif kind == "local_ip":
+                self.local_ips.add(value)
+            elif kind == "listen":
+                self.listen.add(value)
+            elif kind == "remote_cluster":
+                self.remote_clusters.add(value)
+            elif kind == "remote_ip":
+                self.remote_ips.add(value)
+            elif kind == "req_id" and len(self.req_ids) < MAX_REQ_IDS:
+                self.req_ids.add(value)
+            elif kind == "device":
+                self.devices.add(value)
+            elif kind in VERSION_KINDS:
+                self.versions.setdefault(kind, set()).add(value)
+        if "remote_addr" in got or ("remote_cluster" in got and ("local_cluster" in got or "local_ip" in got)):
+            # A link line: what this node links to (cluster and address when the line names both).
+            self.remote.add((got.get("remote_cluster"), got.get("remote_addr")))
+
+    def merge(self, other: NodeFacts) -> None:
+        self.roles.update(other.roles)
+        for name in ("clusters", "local_ips", "listen", "remote", "remote_clusters", "remote_ips", "devices", "pids"):
+            getattr(self, name).update(getattr(other, name))
+        room = MAX_REQ_IDS - len(self.req_ids)
+        if room > 0:
+            self.req_ids.update(sorted(other.req_ids - self.req_ids)[:room])
+        for kind, values in other.versions.items():
+            self.versions.setdefault(kind, set()).update(values)
+
+    def cluster_rows(self) -> list[dict[str, str | None]]:
+        """Local clusters with device and pid; a row without a device is dropped when another row
+        of the same cluster and pid names it."""
+        named = {(c, p) for c, d, p in self.clusters if d is not None}
+        rows = [(c, d, p) for c, d, p in self.clusters if d is not None or (c, p) not in named]
+        return [{"cluster_id": c, "device_id": d, "pid": p}
+                for c, d, p in sorted(rows, key=lambda t: tuple(_num_key(x) for x in t))]
+
+    @property
+    def role(self) -> str | None:
+        """The role the node's logs name most often (Prompt or Decoder), None when none is named."""
+        return min(self.roles.items(), key=lambda kv: (-kv[1], kv[0]))[0] if self.roles else None
+
+    @property
+    def ips(self) -> set[str]:
+        """Addresses this node is reached at."""
+        return self.local_ips | {addr_ip(a) for a in self.listen}
+
+    @property
+    def cluster_ids(self) -> set[str]:
+        return {c for c, _, _ in self.clusters}
+
+    @property
+    def has_links(self) -> bool:
+        """Whether the logs say anything that can tie this node to another one."""
+        return bool(self.clusters or self.ips or self.remote or self.remote_clusters or self.remote_ips)
+
+    def to_dict(self, node: str | None) -> dict[str, Any]:
+        return {
+            "node": node,
+            "role": self.role,
+            "clusters": self.cluster_rows(),
+            "local_ips": sorted(self.local_ips),
+            "listen": sorted(self.listen),
+            "remote": [{"cluster_id": c, "addr": a}
+                       for c, a in sorted(self.remote, key=lambda t: (_num_key(t[0]), t[1] or ""))],
+            "remote_clusters": sorted(self.remote_clusters, key=_num_key),
+            "remote_ips": sorted(self.remote_ips),
+            "devices": sorted(self.devices, key=_num_key),
+            "req_ids": sorted(self.req_ids, key=lambda r: (len(r), r)),
+            "versions": {k: sorted(v) for k, v in sorted(self.versions.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> NodeFacts:
+        """A node's facts from their JSON shape (`to_dict`), for `ddtriage merge`."""
+        facts = cls()
+        if d.get("role"):
+            facts.roles[d["role"]] += 1
+        facts.clusters = {(c["cluster_id"], c.get("device_id"), c.get("pid")) for c in d.get("clusters") or ()}
+        facts.local_ips, facts.listen = set(d.get("local_ips") or ()), set(d.get("listen") or ())
+        facts.remote = {(r.get("cluster_id"), r.get("addr")) for r in d.get("remote") or ()}
+        facts.remote_clusters, facts.remote_ips = set(d.get("remote_clusters") or ()), set(d.get("remote_ips") or ())
+        facts.devices, facts.req_ids = set(d.get("devices") or ()), set(d.get("req_ids") or ())
+        facts.versions = {k: set(v) for k, v in (d.get("versions") or {}).items()}
+        return facts
+
+
+def _num_key(value: str | None) -> tuple[int, int, str]:
+    if value is None:
+        return (0, 0, "")
+    return (1, int(value), "") if value.isdigit() else (2, 0, value)

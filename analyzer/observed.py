@@ -1,0 +1,195 @@
+"""What a scan observes besides findings, bounded: each node's link facts and the neighbour-family
+errors (HCCL, runtime, CANN, HIXL, torch_npu, MindIE, socket) logged on their own.
+
+Stage: engine side-channel. The engine fills one `Observed` per work unit (it rides in
+`InputStats`, so it is merged with the other counts); its size does not grow with the number of
+findings: link facts are sets of small values per node, and at most `MAX_RELATED` related errors
+are kept (the earliest per source first; the rest are only counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from .linkfacts import Fact, LinkFactMatcher, NodeFacts
+from .logline import record_headers
+
+if TYPE_CHECKING:
+    from .envelopes import Record
+    from .inputs import Layout, YearHint
+    from .neighbours import NeighbourMatcher
+    from .scanner import Candidate
+    from .timepolicy import StreamClock
+
+MAX_RELATED = 5000
+LINK_LINES = 12  # link facts (req_id, peer) of the same process this many lines back belong to a finding
+FINDING_LINK_KINDS = frozenset({"req_id", "local_cluster", "remote_cluster", "remote_addr", "remote_ip", "device"})
+
+
+class RelatedEvent(NamedTuple):
+    """A neighbour-family error on one line."""
+
+    source: str
+    line: int
+    timestamp: str | None  # its own stamp, else the time of the record before it
+    node: str | None
+    family: str
+    code: str
+    meaning: str
+    pid: str | None = None
+    text: str = ""
+    link: tuple[Fact, ...] = ()  # link facts on the same line (req_id, remote address, ...)
+    year_guessed: bool = False  # a year-less stamp whose year was only guessed (settled after the scan)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "timestamp": self.timestamp, "node": self.node,
+                "family": self.family, "code": self.code, "meaning": self.meaning, "text": self.text,
+                "link": dict(self.link)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RelatedEvent:
+        """A related error from its JSON shape (`ddtriage merge`)."""
+        return cls(d["source"], d["line"], d.get("timestamp"), d.get("node"), d["family"], d["code"],
+                   d.get("meaning", ""), text=d.get("text", ""), link=tuple(sorted((d.get("link") or {}).items())))
+
+
+@dataclass
+class Observed:
+    """Link facts per node and related errors of one unit of work (or, merged, of a run)."""
+
+    nodes: dict[str | None, NodeFacts] = field(default_factory=dict)
+    related: list[RelatedEvent] = field(default_factory=list)
+    related_dropped: int = 0
+
+    def note_facts(self, node: str | None, facts: list[Fact], pid: str | None) -> None:
+        facts_of = self.nodes.get(node)
+        if facts_of is None:
+            facts_of = self.nodes[node] = NodeFacts()
+        facts_of.note(facts, pid)
+
+    def note_related(self, event: RelatedEvent) -> None:
+        if len(self.related) < MAX_RELATED:
+            self.related.append(event)
+        else:
+            self.related_dropped += 1
+
+    def add(self, other: Observed) -> None:
+        for node, facts in other.nodes.items():
+            if node in self.nodes:
+                self.nodes[node].merge(facts)
+            else:
+                self.nodes[node] = facts
+        room = MAX_RELATED - len(self.related)
+        self.related.extend(other.related[:max(0, room)])
+        self.related_dropped += other.related_dropped + max(0, len(other.related) - max(0, room))
+
+    def shift(self, lines: int) -> None:
+        """Renumber the lines of a byte range that started `lines` lines into its file."""
+        if lines:
+            self.related = [e._replace(line=e.line + lines) for e in self.related]
+
+    def add_report(self, related: list[dict[str, Any]], links: list[dict[str, Any]]) -> None:
+        """Related errors and link facts from a JSON report's `related` and `links` (`ddtriage merge`)."""
+        for d in related:
+            self.note_related(RelatedEvent.from_dict(d))
+        for d in links:
+            facts = NodeFacts.from_dict(d)
+            node = d.get("node")
+            if node in self.nodes:
+                self.nodes[node].merge(facts)
+            else:
+                self.nodes[node] = facts
+
+    def sorted_related(self) -> list[RelatedEvent]:
+        return sorted(self.related, key=lambda e: (e.source, e.line, e.family, e.code))
+
+
+def settle_related_years(events: list[RelatedEvent], known: dict[str | None, list[str]]) -> list[RelatedEvent]:
+    """Year-less stamps whose year was only guessed take the year nearest the node's other stamps
+    (`known`: node -> stamps with a sure year), as findings do (`timepolicy.settle_years`)."""
+    everything = sorted(t for stamps in known.values() for t in stamps)
+    out = []
+    for e in events:
+        stamps = sorted(known.get(e.node) or everything)
+        stamp = e.timestamp
+        if e.year_guessed and stamp and stamps:
+            ref = stamps[len(stamps) // 2]
+            years = [int(ref[:4]) + d for d in (-1, 0, 1)]
+            best = min(years, key=lambda y: abs(_ordinal(f"{y:04d}{stamp[4:]}") - _ordinal(ref)))
+            e = e._replace(timestamp=f"{best:04d}{stamp[4:]}", year_guessed=False)
+        out.append(e)
+    return out
+
+
+def _ordinal(ts: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(ts).timestamp()
+    except ValueError:  # February 29th of a common year
+        return float("inf")
+
+
+class StreamView(Protocol):
+    """What `LineObserver` needs of the engine's per-stream state."""
+
+    name: str
+    layout: Layout
+    clock: StreamClock
+    year: YearHint | None
+    observed: Observed
+    recent: dict[str | None, dict[str, tuple[str, int]]]  # pid -> kind -> (value, line)
+
+
+def node_of(layout: Layout, record: Record | None, pod: str | None, default: str | None) -> str | None:
+    """The node: what the envelope names (a host), else the Ascend layout's (or --node), else the
+    pod; a folder that only holds the log names a node only when no pod does."""
+    return (record.node if record else None) or (
+        (layout.node if layout.anchored else None) or default or pod if pod else layout.node or default)
+
+
+def finding_link(recent: dict[str, tuple[str, int]], facts: list[Fact], line_no: int) -> tuple[Fact, ...]:
+    """What a finding's line and the few lines of its process before it say about its link."""
+    link = {k: v for k, (v, n) in recent.items() if k in FINDING_LINK_KINDS and line_no - n <= LINK_LINES}
+    link.update((k, v) for k, v in facts if k in FINDING_LINK_KINDS)
+    return tuple(sorted(link.items()))
+
+
+class LineObserver:
+    """Link facts and neighbour-family errors of each candidate line, into the stream's `Observed`."""
+
+    def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
+        self.linkfacts, self.neighbours = linkfacts, neighbours
+
+    def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
+             lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,
+             default_node: str | None) -> tuple[Fact, ...]:
+        """Note one line's facts and related errors; return the link facts a finding on it carries."""
+        facts = self.linkfacts.find(text) if self.linkfacts.maybe_in(raw) else []
+        families = self.neighbours.families_in(raw)
+        if not facts and not families:
+            if not state.recent:
+                return ()
+            pid = record_headers(text, state.year)[0].pid or state.layout.pid
+            return finding_link(state.recent.get(pid, {}), [], cand.line_no)
+        header = record_headers(text, state.year)[0]
+        node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)
+        pid = header.pid or state.layout.pid
+        link = finding_link(state.recent.get(pid, {}), facts, cand.line_no)
+        if facts:
+            state.observed.note_facts(node, facts, pid)
+            mine = state.recent.setdefault(pid, {})
+            for kind, value in facts:
+                mine[kind] = (value, cand.line_no)
+        found = self.neighbours.find(text, families) if families else []
+        if found:
+            when = state.clock.time_of(header, lookback, record)
+            kept = tuple((k, v) for k, v in facts if k in FINDING_LINK_KINDS)
+            for family, code, meaning in found:
+                state.observed.note_related(RelatedEvent(
+                    source=state.name, line=cand.line_no, timestamp=when.timestamp or when.time_hint, node=node,
+                    family=family, code=code, meaning=meaning, pid=header.pid, text=text[:600], link=kept,
+                    year_guessed=when.year_guessed))
+        return link
