@@ -22,6 +22,7 @@ from .inputs.streams import Reader
 
 BLOCK = 1 << 20
 MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
+DOCKER_PART = 16 << 10  # what Docker puts in one entry of a longer line (its log buffer)
 
 _CRI = re.compile(rb"^(\S+ (?:stdout|stderr) )([PF])(?: |$)")
 _DOCKER_DONE = b'\\n","stream"'  # json-file writes `log`, `stream`, `time` in that order
@@ -99,7 +100,11 @@ class Rejoined(io.RawIOBase):
             return m is not None and m.group(2) == b"P"
         if self.kind == "journald":
             return b"CONTAINER_PARTIAL_MESSAGE" in line and _journald_partial(_loads(line))
-        return line.startswith(b"{") and _DOCKER_DONE not in line and _loads(line) is not None
+        if not line.startswith(b"{") or _DOCKER_DONE in line or len(line) < DOCKER_PART:
+            return False
+        obj = _loads(line)  # a part holds 16 KiB of the line: a short `log` without `\n` is whole
+        log = obj.get("log") if obj else None
+        return isinstance(log, str) and not log.endswith("\n") and len(log.encode("utf-8", "replace")) >= DOCKER_PART
 
     # -- joining ---------------------------------------------------------------------------
     def _join_lines(self, lines: list[bytes]) -> list[bytes]:

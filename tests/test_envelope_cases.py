@@ -277,3 +277,11 @@ def test_times_at_the_ends_of_the_calendar_do_not_break_the_scan(tmp_path):
             "[pod/a/c] 0001-01-01T00:00:00+08:00 [ERROR] GE(1,p):0001-01-01-00:00:00.000.001 [llm.cc:1]2 "
             "PullKvBlocks: ret = 1343270913\n")
     assert [f[0] for f in brief(scan(tmp_path, text, "--tz", "+08:00"), "line")] == [1, 2]
+
+
+def test_json_lines_whose_log_lacks_a_newline_are_not_joined(tmp_path):
+    # a pipeline's re-export in Docker's shape without the final \n: every entry is whole
+    lines = [f'{{"log":"(EngineCore pid=1) ERROR 11-12 03:40:0{i} [c.py:9] [pull_blocks] failed, error code is '
+             f'LLMStatusCode.LLM_TIMEOUT","stream":"stderr","time":"2025-11-11T19:40:0{i}Z"}}\n' for i in range(3)]
+    assert brief(scan(tmp_path, "".join(lines)), "line", "envelope") == [
+        (1, "docker-json-file"), (2, "docker-json-file"), (3, "docker-json-file")]
