@@ -204,7 +204,8 @@ class Unwrapper:
         text = clean(str(message if message is not None else "").removesuffix("\n"), self.envelope.escapes)
         partial = get("partial")
         if self.envelope.partial == "docker":
-            partial_flag = isinstance(message, str) and not message.endswith("\n")
+            partial_flag = isinstance(message, str) and not message.endswith("\n") and len(
+                message.encode("utf-8", "replace")) >= 16 << 10  # see reassembly.DOCKER_PART
         else:
             partial_flag = str(partial).lower() in ("true", "p", "1")
         return Record(text, self._time(get("time")), _str(get("stream")), _str(get("pod")), _str(get("container")),
