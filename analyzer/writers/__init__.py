@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, cast
 
-from . import csv, github, gitlab, json_report, jsonl, junit, markdown, parquet, sarif, text
+from . import csv, github, gitlab, html, json_report, jsonl, junit, markdown, parquet, sarif, text
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -39,6 +39,7 @@ WRITERS: dict[str, Writer] = {
     "github-summary": github.step_summary,
     "gitlab": gitlab,
     "csv": csv,
+    "html": html,
     # A binary format (`binary = True`): its write() takes a binary stream; the CLI opens it so.
     "parquet": cast(Writer, parquet),
 }
