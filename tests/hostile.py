@@ -57,3 +57,14 @@ def numbers(report: dict) -> list[int]:
     """The `line-N` numbers of the planted findings a report holds, sorted."""
     return sorted(int(f["text"].rsplit("line-", 1)[1].split()[0]) for f in report.get("findings", [])
                   if "line-" in f["text"])
+
+
+def run_cli(*args: str | os.PathLike[str] | bytes) -> subprocess.CompletedProcess:
+    """The command in this process (click's runner, fast), shaped like `ddtriage()`'s result. For
+    what does not depend on the process itself (signals, pipes, closed streams)."""
+    from analyzer.cli import cli
+    from click.testing import CliRunner
+
+    argv = [a.decode("utf-8", "surrogateescape") if isinstance(a, bytes) else os.fspath(a) for a in args]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout_bytes, result.stderr_bytes)

@@ -13,7 +13,8 @@ import tarfile
 
 import pytest
 
-from hostile import ESCAPES, FINDING, ROOT, ddtriage, one_line_error
+from hostile import ESCAPES, FINDING, ROOT, one_line_error
+from hostile import run_cli as ddtriage
 
 FORMATS = ["text", "json", "markdown", "sarif", "junit", "github", "gitlab"]
 

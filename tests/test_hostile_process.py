@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile import FINDING, ROOT, ddtriage, one_line_error
+from hostile import FINDING, ROOT, ddtriage, one_line_error, run_cli
 
 
 def _children(pid: int) -> set[int]:
@@ -117,14 +117,14 @@ def test_closed_stdout_and_stdin_are_one_line_errors(log, tmp_path):
 @pytest.mark.parametrize("option", [["--max-bytes", "inf"], ["--max-bytes", "nan"], ["--max-bytes", "1e400"],
                                     ["--max-ratio", "nan"], ["--max-ratio", "inf"], ["--max-ratio", "0.5"]])
 def test_option_values_must_be_finite_and_positive(log, option):
-    result = ddtriage("scan", log, *option)
+    result = run_cli("scan", log, *option)
     assert result.returncode == 2
     assert b"Traceback" not in result.stderr and b"Invalid value" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("missing", ["no\tsuch.log", "x" * 300 + ".log", b"no-\xff\xfe-such.log"])
 def test_a_missing_path_is_a_usage_error_whatever_its_name(log, missing):
-    result = ddtriage("scan", log, missing)
+    result = run_cli("scan", log, missing)
     assert result.returncode == 2, result.stderr  # not 1, though the other path has findings
     assert b"ddtriage: error:" in result.stderr and b"Traceback" not in result.stderr
 
@@ -149,7 +149,7 @@ def test_internal_error_is_one_line_and_exit_2_with_traceback_under_debug(log):
 
 def test_jobs_above_the_cpu_count_are_capped_with_a_note(log):
     cpus = len(os.sched_getaffinity(0))
-    result = ddtriage("scan", log, "--jobs", "256")
+    result = run_cli("scan", log, "--jobs", "256")
     assert result.returncode == 1
     assert f"note: --jobs 256 is more than the {cpus} CPUs".encode() in result.stderr
     assert f"using {cpus}".encode() in result.stderr
