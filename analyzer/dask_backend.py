@@ -20,8 +20,11 @@ scan is CPU-bound Python, so threads of one process would share one core.
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import pickle
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -62,8 +65,16 @@ def connect(address: str) -> Iterator[Client]:
         raise InputError("--dask needs dask[distributed]: pip install 'ddtriage[fleet]'") from None
     where, workers = parse_address(address)
     if where == "local":
-        cluster = LocalCluster(n_workers=workers or cpu_count(), threads_per_worker=1, processes=True,
-                               dashboard_address=":0", memory_limit=0, silence_logs=logging.ERROR)
+        import dask
+
+        # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which turns off glibc's dynamic
+        # mmap threshold: every block the scanner reads is then a fresh mmap, and the scan runs
+        # at half speed (measured: 4.7 s -> 9.4 s). Our workers start without it.
+        environ = {k: v for k, v in dask.config.get("distributed.nanny.pre-spawn-environ", {}).items()
+                   if k != "MALLOC_TRIM_THRESHOLD_"}
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+            cluster = LocalCluster(n_workers=workers or cpu_count(), threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", memory_limit=0, silence_logs=logging.CRITICAL)
         try:
             with Client(cluster) as client:
                 yield client
@@ -143,11 +154,26 @@ def _engine_for(factory: bytes, token: str) -> Engine:
     global ENGINES_BUILT
     cached: tuple[str, Engine] | None = getattr(_LOCAL, "engine", None)
     if cached is None or cached[0] != token:
+        _undo_malloc_trim()
         make_engine: Any = pickle.loads(factory)
         cached = (token, make_engine())
         _LOCAL.engine = cached
         ENGINES_BUILT += 1
     return cached[1]
+
+
+def _undo_malloc_trim() -> None:
+    """On a worker started with Dask's MALLOC_TRIM_THRESHOLD_ (a `dask worker` with a nanny),
+    give glibc back thresholds that keep the scanner's block buffers on the heap instead of a
+    fresh mmap per block (the default's dynamic threshold would grow to the same)."""
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: the largest the dynamic threshold reaches
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: twice that, as glibc's dynamic rule keeps it
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to undo
 
 
 def _run_on_worker(unit: WorkUnit, factory: bytes, token: str) -> UnitResult:

@@ -175,3 +175,13 @@ def test_bad_dask_addresses_are_one_line_errors(monkeypatch):
                           (f"tcp://127.0.0.1:{free_port()}", "cannot reach the scheduler")):
         result = CliRunner().invoke(cli, ["scan", str(SAMPLES), "--dask", address])
         assert result.exit_code == 2 and says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_local_workers_start_without_dasks_malloc_trim_threshold(monkeypatch):
+    # Dask's MALLOC_TRIM_THRESHOLD_=65536 halves the scanner's speed (a fresh mmap per block).
+    from analyzer import dask_backend
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask_backend.connect("local:1") as client:
+        env = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")))
+    assert list(env.values()) == [(None, "1")]  # Dask's other settings stay
