@@ -36,6 +36,7 @@ class FactPattern:
     values: dict[str, str]
     match: tuple[tuple[str, str], ...] = ()  # (line, expected value)
     no_match: tuple[str, ...] = ()
+    scan: tuple[str, ...] | None = None  # literals that make a line a scan candidate (None: `literals`)
 
     def find(self, line: str) -> str | None:
         """The fact on a line (its first spelling that matches), normalised; None without one."""
@@ -58,11 +59,14 @@ class LinkFactMatcher:
     def __init__(self, kinds: list[FactPattern]) -> None:
         self.kinds = kinds
         self.literals = tuple(dict.fromkeys(lit for k in kinds for lit in k.literals))
-        self.raw_literals = tuple(lit.encode() for lit in self.literals)
+        # What the scanner's prefilter looks for: facts printed on every request are not among them.
+        self.raw_literals = tuple(dict.fromkeys(
+            lit.encode() for k in kinds for lit in (k.literals if k.scan is None else k.scan)))
         # One pass finds which literals a line holds (longest first, so none hides another).
         ordered = sorted(self.literals, key=len, reverse=True)
         self._present = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self._raw_present = re.compile(b"|".join(map(re.escape, sorted(self.raw_literals, key=len, reverse=True))))
+        every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
+        self._raw_present = re.compile(b"|".join(map(re.escape, every)))
         self._sets = [frozenset(k.literals) for k in kinds]
         # A literal found also stands for the shorter literals inside it ("cluster_id" -> "luster").
         self._implied = {lit: frozenset(x for x in self.literals if x in lit) for lit in self.literals}
@@ -85,7 +89,7 @@ class LinkFactMatcher:
 
     def maybe_in(self, raw: bytes) -> bool:
         """Whether undecoded bytes hold any literal (the cheap test before decoding)."""
-        return bool(self.raw_literals) and self._raw_present.search(raw) is not None
+        return bool(self.literals) and self._raw_present.search(raw) is not None
 
     def check_examples(self, origin: str = "linkfacts.yaml") -> list[str]:
         """Every failing example line, as `origin: fact kind: reason`."""
@@ -119,7 +123,7 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
     where = f"{path}: fact {raw.get('id', '#' + str(index + 1)) if isinstance(raw, dict) else '#' + str(index + 1)}"
     if not isinstance(raw, dict) or raw.get("id") not in KINDS:
         raise RuleError(f"{where}: must be a mapping whose `id` is one of {', '.join(KINDS)}")
-    unknown = sorted(set(raw) - {"id", "literals", "patterns", "values", "examples"})
+    unknown = sorted(set(raw) - {"id", "literals", "scan", "patterns", "values", "examples"})
     if unknown:
         raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
     literals = raw.get("literals")
@@ -142,9 +146,12 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
         raise RuleError(f"{where}: examples.match entries must be [line, expected value]")
     if not all(isinstance(x, str) for x in no_match):
         raise RuleError(f"{where}: examples.no_match must be a list of lines")
+    scan = raw.get("scan")
+    if scan is not None and not (isinstance(scan, list) and all(isinstance(x, str) and x for x in scan)):
+        raise RuleError(f"{where}: `scan` must be a list of strings (may be empty)")
     return FactPattern(raw["id"], tuple(literals), tuple(patterns),
                        {str(k).lower(): str(v) for k, v in values.items()},
-                       tuple((m[0], m[1]) for m in match), tuple(no_match))
+                       tuple((m[0], m[1]) for m in match), tuple(no_match), None if scan is None else tuple(scan))
 
 
 def addr_ip(addr: str) -> str:
