@@ -133,3 +133,13 @@ def test_warnings_on_stderr_are_escaped(tmp_path):
     result = ddtriage("scan", folder)
     assert b"warning" in result.stderr
     assert not any(bad.encode() in result.stderr for bad in ESCAPES), result.stderr
+
+
+def test_show_prints_log_lines_without_their_escapes(tmp_path):
+    log = tmp_path / "app.log"
+    log.write_text("before\n" + FINDING + " \x1b]0;pwned\x07 \x1b[2J \x9b31m \u202e\nafter\n")
+    result = ddtriage("show", f"{log}:2", "-C", "1")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout.decode("utf-8")
+    assert "PullKvBlocks" in text and "\\x1b]0;pwned\\x07" in text
+    assert not any(bad in text for bad in ESCAPES)

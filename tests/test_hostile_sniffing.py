@@ -40,12 +40,14 @@ def test_real_utf16_is_still_read(tmp_path):
 
 
 def test_code_straddling_a_long_line_fragment_cut_is_found_once(tmp_path):
-    # The scanner reads 8 MiB blocks and cuts a line longer than 4 MiB into fragments; put the
-    # code across each place an 8 MiB block's fragment could end.
-    for shift in (-300, -256, -250, -200):
-        log = tmp_path / f"long{shift}.log"
+    # The scanner reads 8 MiB blocks and cuts a line longer than 4 MiB into fragments, carrying
+    # the last 256 bytes over; put the code's digits across that cut, and around it.
+    planted = b" PullKvBlocks failed, ret = 1343270913 line-7 "  # the digits are its only form
+    digits = planted.index(b"1343270913")
+    for across in (-20, -4, 0):
+        log = tmp_path / f"long{across}.log"
         with open(log, "wb") as out:
-            out.write(b"x" * ((8 << 20) + shift))
-            out.write(b" " + line(7).rstrip(b"\n") + b" ")
+            out.write(b"x" * ((8 << 20) - 256 + across - digits))
+            out.write(planted)
             out.write(b"y" * (1 << 20) + b"\n")
-        assert numbers(scan_json(log)[1]) == [7], shift
+        assert numbers(scan_json(log)[1]) == [7], across

@@ -16,6 +16,7 @@ def show(where: tuple[str, ...], around: int) -> None:
     """Print lines of a log: WHERE is `PATH:LINE`, `PATH:FIRST-LAST` or `PATH`, where PATH may name an
     archive member as reports do: 'bundle.tar.gz!node-2/plog.tar.gz!plog-1.log:61-62'."""
     from ..readback import parse_where, read_lines
+    from ..writers.safe import terminal
 
     for n, text in enumerate(where):
         try:
@@ -24,9 +25,9 @@ def show(where: tuple[str, ...], around: int) -> None:
         except DDTriageError as exc:
             fail(str(exc))
         if len(where) > 1:
-            click.echo(("" if n == 0 else "\n") + f"==> {place.source} <==")
+            click.echo(("" if n == 0 else "\n") + f"==> {terminal(place.source)} <==")
         if not lines:
             fail(f"{place.source}: has no line {place.first}")
         for number, line in lines:
             mark = ">" if place.first <= number <= place.last and around else " " if around else ""
-            click.echo(f"{mark}{number:>6}  {line}")
+            click.echo(f"{mark}{number:>6}  {terminal(line)}")  # a log line cannot drive the terminal
