@@ -62,7 +62,7 @@ class Engine:
     prefilter: Prefilter = field(init=False)
     # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
     _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
-    _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with literals
+    _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with prefilter patterns
 
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
@@ -157,9 +157,9 @@ class Engine:
         if unwrapper is not None:
             if unwrapper.envelope.partial:
                 stream = cast(BinaryIO, Rejoined(stream, unwrapper.envelope.partial))
-            if unwrapper.literals:
+            if unwrapper.prefilter:
                 prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
-                    self._literals + unwrapper.literals, self.prefilter_engine)
+                    self._literals, self.prefilter_engine, unwrapper.prefilter)
                 self._prefilters[unwrapper.name] = prefilter
         for cand in scan_stream(stream, prefilter, counts, history=history):
             if unwrapper is None:

@@ -79,7 +79,7 @@ class Envelope:
     time: str = "rfc3339"
     partial: str | None = None
     escapes: str | None = None
-    literals: tuple[bytes, ...] = ()
+    prefilter: tuple[bytes, ...] = ()  # regular expressions (bytes) that make a line a candidate
     examples: tuple[dict[str, str], ...] = ()
 
 
@@ -140,7 +140,7 @@ class Unwrapper:
             self.header_row = first_line.rstrip("\r")
             names = _csv_row(self.header_row)
             self.columns = {n.strip(): i for i, n in enumerate(names)}
-        self.literals = envelope.literals
+        self.prefilter = envelope.prefilter
 
     @property
     def name(self) -> str:
@@ -299,7 +299,7 @@ def _parse(raw: object, where: str) -> Envelope:
         raise RuleError(f"{where}: must be a mapping with a `name`")
     where = f"{where.rsplit(':', 1)[0]}: envelope {raw['name']}"
     known = {"name", "shape", "detect", "detect_head", "pattern", "fields", "time", "partial", "escapes",
-             "literals", "examples"}
+             "prefilter", "examples"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
@@ -331,9 +331,22 @@ def _parse(raw: object, where: str) -> Envelope:
         name=raw["name"], shape=str(shape), detect=detect, detect_head=bool(raw.get("detect_head")), pattern=pattern,
         fields={k: tuple(str(v).split("|")) for k, v in fields.items()}, time=raw.get("time", "rfc3339"),
         partial=raw.get("partial"), escapes=raw.get("escapes"),
-        literals=tuple(str(x).encode() for x in raw.get("literals") or ()),
+        prefilter=_prefilter(raw.get("prefilter"), where),
         examples=tuple({k: str(v) for k, v in e.items()} for e in examples),
     )
+
+
+def _prefilter(raw: object, where: str) -> tuple[bytes, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        raise RuleError(f"{where}: prefilter must be a list of regular expressions")
+    for x in raw:
+        try:
+            re.compile(x.encode())
+        except re.error as exc:
+            raise RuleError(f"{where}: prefilter: invalid regular expression: {exc}") from None
+    return tuple(x.encode() for x in raw)
 
 
 def _examples(examples: object, where: str) -> list[dict[str, Any]]:

@@ -25,7 +25,9 @@ MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
 DOCKER_PART = 16 << 10  # what Docker puts in one entry of a longer line (its log buffer)
 
 _CRI = re.compile(rb"^(\S+ (?:stdout|stderr) )([PF])(?: |$)")
-_DOCKER_DONE = b'\\n","stream"'  # json-file writes `log`, `stream`, `time` in that order
+# A whole entry's `log` ends in an escaped newline: `\n"` then `,` or `}`, with any JSON spacing and
+# any key order (json-file writes `{"log":…,"stream":…}`; a re-serialiser may space or reorder it).
+_DOCKER_DONE = re.compile(rb'\\n"\s*[,}]')
 
 
 class Rejoined(io.RawIOBase):
@@ -92,7 +94,7 @@ class Rejoined(io.RawIOBase):
             return any(m in block for m in (b" stdout P ", b" stderr P ", b" stdout P\n", b" stderr P\n"))
         if self.kind == "journald":
             return b"CONTAINER_PARTIAL_MESSAGE" in block
-        return block.count(_DOCKER_DONE) < block.count(b"\n")
+        return len(_DOCKER_DONE.findall(block)) < block.count(b"\n")
 
     def _is_partial(self, line: bytes) -> bool:
         if self.kind == "cri":
@@ -100,7 +102,7 @@ class Rejoined(io.RawIOBase):
             return m is not None and m.group(2) == b"P"
         if self.kind == "journald":
             return b"CONTAINER_PARTIAL_MESSAGE" in line and _journald_partial(_loads(line))
-        if not line.startswith(b"{") or _DOCKER_DONE in line or len(line) < DOCKER_PART:
+        if len(line) < DOCKER_PART or not line.lstrip().startswith(b"{") or _DOCKER_DONE.search(line):
             return False
         obj = _loads(line)  # a part holds 16 KiB of the line: a short `log` without `\n` is whole
         log = obj.get("log") if obj else None

@@ -7,6 +7,7 @@ fragments that keep their line number, so a hit after megabytes of junk is still
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -99,19 +100,22 @@ class Candidate:
 
 
 class Prefilter:
-    """Finds the start offsets of lines that hold any of the literals."""
+    """Finds the start offsets of lines that hold any of the literals (or match any of the few
+    extra `patterns`, regular expressions for what a literal cannot say, such as JSON's free
+    whitespace in `"MESSAGE" : [`)."""
 
-    def __init__(self, literals: Sequence[bytes], engine: str = "auto"):
+    def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = ()):
         self.literals = tuple(dict.fromkeys(literals))
+        self.patterns = tuple(dict.fromkeys(patterns))
+        self._regexes = [re.compile(p) for p in self.patterns]
         self.engine = "hyperscan" if engine in ("auto", "hyperscan") and _hyperscan else "find"
         if engine == "hyperscan" and not _hyperscan:
             raise RuntimeError("hyperscan is not installed")
         self._db = None
         if self.engine == "hyperscan" and _hyperscan is not None:
             db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
-            db.compile(expressions=[_hs_escape(lit) for lit in self.literals],
-                       ids=list(range(len(self.literals))),
-                       flags=[0] * len(self.literals))
+            expressions = [_hs_escape(lit) for lit in self.literals] + list(self.patterns)
+            db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
             self._db = db
 
     def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
@@ -150,6 +154,9 @@ class Prefilter:
                 if nl == -1:
                     break
                 pos = buf.find(lit, nl + 1, end)
+        for regex in self._regexes:
+            for m in regex.finditer(buf, begin, end):
+                hits.add(max(buf.rfind(b"\n", begin, m.start()) + 1, begin))
         return sorted(hits)
 
 

@@ -1,0 +1,87 @@
+"""Envelope defects from review 1 (D1, D2, D11), through the real CLI. Inputs modelled on the
+reviewer's files and written again here from the formats' documentation (journalctl -o json,
+rsyslog's RSYSLOG_FileFormat, RFC 4180 CSV as Kibana and Python's csv.writer write it); the
+expected findings are written by hand."""
+
+import csv
+import io
+import json
+
+import pytest
+from analyzer.cli import cli
+from analyzer.scanner import Prefilter
+from click.testing import CliRunner
+
+
+def scan(tmp_path, text, *args, name="logs.txt"):
+    path = tmp_path / name
+    path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+    result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", "--year", "2025", *args, str(path)],
+                                catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout)
+
+
+def brief(report, *keys):
+    return [tuple(f[k] for k in keys) for f in report["findings"]]
+
+
+# -- D1: journald's byte-array MESSAGE, whatever the JSON spacing ----------------------------------
+GLOG = "E20251112 03:40:06.327589    63 llm_data_dist_transfer.cpp:75] PullKvBlocks failed, ret = \x1b[31m5010b001\x1b[0m"
+PLOG = ("[ERROR] GE(1,python3):2025-11-12-03:40:07.220.431 [llm_datadist.cc:902]58 CheckLinkStatus: "
+        "ErrorNo: 1343270919(local cluster is not linked with remote cluster!)\x07")
+
+
+def journal(separators, indent_colon=""):
+    """Three journalctl -o json records (the 2nd and 3rd hold control bytes: a byte array)."""
+    out = []
+    for i, message in enumerate(["vllm started", list(GLOG.encode()), list(PLOG.encode())]):
+        obj = {"__CURSOR": f"s=739ad463;i={i}", "__REALTIME_TIMESTAMP": f"176291880{i}000000",
+               "_HOSTNAME": "node-a", "SYSLOG_IDENTIFIER": "vllm", "_PID": "1", "MESSAGE": message}
+        line = json.dumps(obj, separators=separators)
+        out.append(line.replace('"MESSAGE":', '"MESSAGE"' + indent_colon + ":") if indent_colon else line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("separators,colon", [
+    ((", ", ": "), ""),  # Python's json.dumps default, a collector script
+    ((",", ":"), ""),  # journalctl (systemd >= 246), jq -c, Vector
+    ((", ", " : "), ""),  # journalctl of older systemd
+    ((",", ":"), "\t"),  # a tab before the colon: still JSON
+    ((",", ": "), "  "),
+])
+def test_journald_byte_array_message_with_any_spacing(tmp_path, separators, colon):
+    report = scan(tmp_path, journal(separators, colon), name="journal.json")
+    assert brief(report, "line", "code", "api", "node", "timestamp") == [
+        (2, "0x5010B001", "PullKvBlocks", "node-a", "2025-11-12T03:40:06.327589Z"),
+        (3, "0x5010B007", "CheckLinkStatus", "node-a", "2025-11-12T03:40:07.220431Z")]
+    assert report["findings"][0]["text"].endswith("ret = 5010b001")  # no colour left
+
+
+@pytest.mark.parametrize("engine", ["find", "auto"])
+def test_prefilter_patterns_find_lines_with_either_engine(engine):
+    data = b'{"a":1}\n{"MESSAGE" :\t[1, 2]}\n{"MESSAGE": "x"}\n{"MESSAGE":[3]}\n'
+    prefilter = Prefilter([b"never"], engine, [rb'"MESSAGE"\s*:\s*\['])
+    assert prefilter.line_starts(data, 0, len(data)) == [8, 46]
+
+
+# -- D1 (Docker): a partial json-file entry is told whatever the spacing or key order -------------
+HEAD = "(EngineCore_DP0 pid=1) ERROR 11-12 03:40:09 [c.py:874] KV transfer failed: [pull_blocks] blocks=["
+TAIL = "], error code is LLMStatusCode.LLM_NOT_YET_LINK"
+LONG = HEAD + "7" * (16384 - 8 + 16 - len(HEAD) - len(TAIL)) + TAIL  # the name straddles byte 16384
+
+
+@pytest.mark.parametrize("separators,reorder", [((", ", ": "), False), ((",", ":"), True), ((" , ", " : "), True)])
+def test_docker_partial_entry_with_any_spacing_or_key_order(tmp_path, separators, reorder):
+    def entry(log, time):
+        obj = {"log": log, "stream": "stderr", "time": time}
+        if reorder:  # as a re-serialiser (Vector, jq -S) may write it
+            obj = {"stream": "stderr", "time": time, "log": log}
+        return json.dumps(obj, separators=separators) + "\n"
+    cut = LONG.encode().index(b"LLM_NOT_YET_LINK") + 4
+    text = (entry("before\n", "2025-11-11T19:40:08Z") + entry(LONG[:16384], "2025-11-11T19:40:09.1Z")
+            + entry(LONG[16384:] + "\n", "2025-11-11T19:40:09.2Z") + entry("after\n", "2025-11-11T19:40:10Z"))
+    assert cut > 16384 - 16 and cut < 16384 + 16
+    report = scan(tmp_path, text)
+    assert brief(report, "line", "code", "api", "timestamp") == [(2, "0x5010B007", "PullKvBlocks", "2025-11-11T19:40:09Z")]
+    assert report["inputs"]["lines"] == 4
