@@ -3,8 +3,6 @@ reviewer's files and written again here from the formats' documentation (journal
 rsyslog's RSYSLOG_FileFormat, RFC 4180 CSV as Kibana and Python's csv.writer write it); the
 expected findings are written by hand."""
 
-import csv
-import io
 import json
 
 import pytest
