@@ -117,24 +117,25 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             units = plan_units(sources, slots)
             progress.start(sum(s.size or 0 for s in sources), len(sources))
             results = run(units, options.engine_factory(ruleset), progress=progress, spill_dir=store.spill_dir)
-            store, stats = merge(units, results, store)
+            store, stats, tally = merge(units, results, store)
             progress.finish()
         stats.skipped[:0] = skipped
         stats.skipped = list(dict.fromkeys(stats.skipped))  # workers report a disabled rule once each
         stats.excluded += len(excluded)
         since, until = window_bound(options.since, options.tz), window_bound(options.until, options.tz)
         store.transform = time_policy(store.raw, store.guessed > 0, since, until)
-        tally = Tally()
-        sure: dict[str | None, list[str]] = {}  # a stamp with a sure year per node, for related errors
-        for finding in store:
-            tally.add(finding)
-            if finding.timestamp and not finding.year_guessed and finding.node not in sure:
-                sure[finding.node] = [finding.timestamp]
+        if tally is None or store.transform is not None:
+            # The units' own tallies do not fit (a split file, a name met twice, or the time
+            # policy changes findings): count the findings again, read back in report order.
+            tally = Tally()
+            for finding in store:
+                tally.add(finding)
     except BaseException:
         store.close()
         raise
     store.count = tally.count
     stats.outside_window = store.raw_count - tally.count
+    sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure)
                if _in_window(e.timestamp, options.since, options.until)]
     summary = tally.summary()

@@ -27,15 +27,18 @@ from .engine import Engine
 from .envelopes import HEAD_BYTES
 from .inputs import SafeStream, Source, sniff, year_hint
 from .progress import Progress
-from .records import InputStats
+from .records import Finding, InputStats
 from .scanner import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
+from .triage import Tally
 
 SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
 BATCH_BYTES = 8 << 20  # small inputs are batched into units of up to this many bytes ...
 BATCHES_PER_JOB = 8  # ... and smaller when that leaves fewer than this many units per job
 
-UnitResult = tuple[list[Run], InputStats]
+# A unit's runs of findings, what it read, and (for whole inputs) the tally of its findings,
+# made where they were found so that this process need not read them again for the summary.
+UnitResult = tuple[list[Run], InputStats, Tally | None]
 # Builds an engine; picklable (a module-level function or a functools.partial of `Engine`),
 # because each worker process builds its own. Called with `progress=` in this process.
 EngineFactory = Callable[..., Engine]
@@ -159,9 +162,15 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> Un
     stats = InputStats()
     writer = RunWriter(spill_dir)
     if unit.end is None:
+        tally = Tally()
+
+        def sink(f: Finding) -> None:
+            writer.add(f)
+            tally.add(f)
         for source in unit.sources:
-            engine.scan_source(source, stats, writer.add)
-        return writer.finish(), stats
+            engine.scan_source(source, stats, sink)
+        tally.bursts.close_all()  # what goes back to this process is closed bursts only
+        return writer.finish(), stats, tally
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
@@ -176,7 +185,7 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> Un
         engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add,
                          head=head)
     stats.files = 0  # merge counts the file once
-    return writer.finish(), stats
+    return writer.finish(), stats, None  # a range's bursts may go on in the next range: no tally
 
 
 def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,
@@ -247,13 +256,16 @@ def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
 
 
 def merge(units: list[WorkUnit], results: Iterable[UnitResult],
-          store: FindingStore | None = None) -> tuple[FindingStore, InputStats]:
-    """File the units' runs (in unit order, as they arrive) in `store` and add up their stats;
-    the runs of a later byte range are shifted by the lines of the ranges before it."""
+          store: FindingStore | None = None) -> tuple[FindingStore, InputStats, Tally | None]:
+    """File the units' runs (in unit order, as they arrive) in `store`, add up their stats and
+    merge their tallies; the runs of a later byte range are shifted by the lines of the ranges
+    before it. The tally is None when some unit had none (a byte range) or two units (or two
+    members of one) share a source name: then the summary needs the findings read again."""
     store = store if store is not None else FindingStore()
     stats = InputStats()
+    tally: Tally | None = Tally()
     shift, previous = 0, None
-    for unit, (runs, unit_stats) in zip(units, results, strict=True):
+    for unit, (runs, unit_stats, unit_tally) in zip(units, results, strict=True):
         if unit.end is not None:
             if previous is not unit.source:
                 shift, previous = 0, unit.source
@@ -264,7 +276,11 @@ def merge(units: list[WorkUnit], results: Iterable[UnitResult],
             shift += unit_stats.lines
         store.add(runs)
         stats.add(unit_stats)
-    return store, stats
+        if tally is not None and unit_tally is not None:
+            tally.merge(unit_tally)
+        else:
+            tally = None
+    return store, stats, (tally if tally is not None and tally.whole else None)
 
 
 def cpu_count() -> int:

@@ -13,6 +13,7 @@ renders the same diagnosis deterministically.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,9 +47,9 @@ def _key(f: Finding) -> Key:
 
 
 class _Names:
-    """The distinct sources of a row, counted, with the first LIST_LIMIT (in report order, which
-    is sorted by source, so a new source is one that differs from the last): a row of a scan of
-    100,000 files keeps ten names, not a set of all of them."""
+    """The distinct sources of a row, counted, with the LIST_LIMIT smallest: a row of a scan of
+    100,000 files keeps ten names, not a set of all of them. A source's findings come together
+    (a new source is one that differs from the last), in any order of sources."""
 
     __slots__ = ("first", "count", "last")
 
@@ -62,7 +63,10 @@ class _Names:
             self.last = name
             self.count += 1
             if len(self.first) < LIST_LIMIT:
-                self.first.append(name)
+                insort(self.first, name)
+            elif name < self.first[-1]:  # sources of a work unit can come in any order
+                insort(self.first, name)
+                self.first.pop()
 
     def merge(self, other: _Names) -> None:
         """Add the names of another tally (of other sources)."""
@@ -92,6 +96,10 @@ class _CodeAgg:
                 self.first_seen = ts
             if self.last_seen is None or ts > self.last_seen:
                 self.last_seen = ts
+        if f.source != self.sources.last:  # a source's first finding may come before the row's first
+            key = (f.source, f.line, f.code)
+            if key < self.first:
+                self.first, self.action, self.recoverable = key, f.action, f.recoverable
         self.sources.add(f.source)
 
     def merge(self, other: _CodeAgg) -> None:
@@ -129,7 +137,11 @@ class _FoldAgg:
 
     def add(self, f: Finding) -> None:
         self.count += 1
-        self.last = f
+        last = self.last
+        if f.source == last.source or f.source > last.source:  # within a source, in report order
+            self.last = f
+        if f.source < self.first.source:
+            self.first = f
         ts = f.timestamp or f.time_hint
         if ts:
             if self.first_seen is None or ts < self.first_seen:
@@ -169,9 +181,31 @@ class Tally:
         self.folds: dict[tuple[str, str | None], _FoldAgg] = {}
         self.bursts = Bursts()
         self.fleet = FleetTally()  # per bundle, and each failure across bundles
+        # The sources seen, and whether each came in one piece (a name met again after another
+        # source, e.g. two archive members of one name, makes the tally unfit to merge).
+        self.sources: set[str] = set()
+        self.whole = True
+        self._source: str | None = None
+        self._at: tuple[int, str] = (0, "")
+        # Per node, the first finding (in report order) whose timestamp has a sure year, and that
+        # stamp: where the related errors' guessed years should land.
+        self.sure: dict[str | None, tuple[Key, str]] = {}
 
     def add(self, f: Finding) -> None:
-        """Count one finding (each finding once, in report order)."""
+        """Count one finding (each finding once; a source's findings together and in report order,
+        sources in any order)."""
+        at = (f.line, f.code)
+        if f.source != self._source:
+            self.whole &= f.source not in self.sources
+            self.sources.add(f.source)
+            self._source = f.source
+        elif at < self._at:  # back to an earlier line: two inputs of one name
+            self.whole = False
+        self._at = at
+        if f.timestamp and not f.year_guessed:
+            sure = self.sure.get(f.node)
+            if sure is None or f.source < sure[0][0]:
+                self.sure[f.node] = ((f.source, f.line, f.code), f.timestamp)
         self.count += 1
         bad = f.recoverable is not True
         self.unrecoverable += bad
@@ -198,6 +232,12 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Add the tally of other findings (from other sources) to this one."""
+        self.whole &= other.whole and self.sources.isdisjoint(other.sources)
+        self.sources |= other.sources
+        self._source = None
+        for node, sure in other.sure.items():
+            if node not in self.sure or sure[0] < self.sure[node][0]:
+                self.sure[node] = sure
         self.count += other.count
         self.unrecoverable += other.unrecoverable
         self.unknown += other.unknown

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import analyzer.parallel as parallel
 import analyzer.store as store_mod
-from analyzer import analyze, analyze_text
+from analyzer import analyze, analyze_text, load_rules
 from analyzer.cli import cli
 from analyzer.inputs import iter_sources
 from analyzer.store import FindingStore, RunWriter, sort_key
@@ -272,3 +272,65 @@ def test_archive_members_out_of_order_come_back_in_report_order(tmp_path, monkey
     assert not os.path.exists(spill)  # closed: its temporary files are gone
     assert found == sorted(found, key=sort_key) and len(found) == sum(n + (n + 6) // 7 for n in (40, 41, 42, 43))
     assert [f.source.rsplit("!", 1)[1] for f in found[:1]] == ["node-1/w0.log"]
+
+
+def test_units_own_tallies_give_the_summary_of_the_findings_read_again(in_root, tmp_path, monkeypatch):
+    """Each unit tallies its findings where it finds them; merged, they are the summary of all the
+    findings counted in report order (which the store's replay gives), for any batching."""
+    from bundles import tar_bytes
+
+    members = {f"node-{i % 2}/w{i}.log": storm_text(30 + i, noise=1).encode() for i in (3, 1, 2, 0)}
+    (tmp_path / "bundle.tar").write_bytes(tar_bytes(members))
+    for i in range(12):
+        (tmp_path / f"node-{i % 3}").mkdir(exist_ok=True)
+        (tmp_path / f"node-{i % 3}" / f"app{i}.log").write_text(storm_text(5 + i))
+    corpora = [*ANSWER_KEYS, str(tmp_path)]
+    replays = []
+    real_iter = FindingStore.__iter__
+
+    def counting_iter(self):
+        replays.append(1)
+        return real_iter(self)
+    monkeypatch.setattr(FindingStore, "__iter__", counting_iter)
+    real_merge = parallel.merge
+
+    def without_tallies(units, results, store=None):
+        store, stats, _ = real_merge(units, results, store)
+        return store, stats, None
+    fast_path = []
+    for corpus in corpora:
+        replays.clear()
+        fast = {jobs: analyze([corpus], jobs=jobs).summary for jobs in (1, 2)}
+        fast_path.append(not replays)  # no window, no guessed year: the findings were not read again
+        with monkeypatch.context() as patch:
+            patch.setattr("analyzer.api.merge", without_tallies)
+            replayed = analyze([corpus], jobs=2).summary
+        assert fast[1] == fast[2] == replayed, corpus
+        assert replayed.findings and replayed.bursts and replayed.folded
+    assert fast_path[-1], fast_path
+    # Where the time policy makes the summary read the findings again anyway (guessed years), the
+    # units' tallies must still equal the tally of the findings as stored.
+    from analyzer.api import Options
+
+    for corpus in corpora:
+        sources = list(iter_sources([corpus], []))
+        for jobs in (1, 2):
+            units = parallel.plan_units(sources, jobs)
+            engine = Options().engine_factory(load_rules())()
+            store, _, tally = parallel.merge(units, (parallel.run_unit(engine, u) for u in units))
+            assert tally is not None and tally.summary() == summarize(store.raw()), (corpus, jobs)
+
+
+def test_a_name_met_twice_falls_back_to_reading_the_findings_again(tmp_path):
+    import io
+    import tarfile
+
+    one = storm_text(20).encode()
+
+    with tarfile.open(tmp_path / "dup.tar", "w") as tar:  # two members with one name
+        for body in (one, storm_text(9).encode()):
+            info = tarfile.TarInfo("same.log")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+    result = analyze([str(tmp_path / "dup.tar")])
+    assert result.summary == summarize(list(result.findings)) and result.summary.findings == 23 + 11
