@@ -235,9 +235,9 @@ class Tally:
         self.whole &= other.whole and self.sources.isdisjoint(other.sources)
         self.sources |= other.sources
         self._source = None
-        for node, sure in other.sure.items():
-            if node not in self.sure or sure[0] < self.sure[node][0]:
-                self.sure[node] = sure
+        for where, sure in other.sure.items():
+            if where not in self.sure or sure[0] < self.sure[where][0]:
+                self.sure[where] = sure
         self.count += other.count
         self.unrecoverable += other.unrecoverable
         self.unknown += other.unknown
