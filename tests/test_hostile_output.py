@@ -42,6 +42,7 @@ def test_output_reaching_an_input_through_a_link_is_refused(logs, tmp_path):
     for out in ("via-symlink.txt", "via-hardlink.txt"):
         result = ddtriage("scan", logs / "app.log", "-o", tmp_path / out)
         assert result.returncode == 2, out
+        assert "is the input" in one_line_error(result.stderr), out
     assert (logs / "app.log").read_text() == FINDING + "\n"
 
 
