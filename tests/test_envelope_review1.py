@@ -83,3 +83,40 @@ def test_docker_partial_entry_with_any_spacing_or_key_order(tmp_path, separators
     report = scan(tmp_path, text)
     assert brief(report, "line", "code", "api", "timestamp") == [(2, "0x5010B007", "PullKvBlocks", "2025-11-11T19:40:09Z")]
     assert report["inputs"]["lines"] == 4
+
+
+# -- D2: rsyslog's RFC 3339 file format is syslog, not kubectl --timestamps ------------------------
+RSYSLOG = (
+    "2025-11-12T03:40:04.000100+08:00 node-a systemd[1]: Started vllm.service.\n"
+    "2025-11-12T03:40:05.101+08:00 node-a vllm[1]: E20251112 03:40:06.327589    63 llm_data_dist_transfer.cpp:75]"
+    " LinkLlmClusters failed,#011ret =#0115010b009\n"
+    "2025-11-12T03:40:05.101+08:00 node-a vllm[1]: #033[31mret = 0x5010B007#033[0m PushKvBlocks\n"
+    "2025-11-12T03:40:07.5+08:00 node-a kernel: [ 12.3] eth0: link up\n")
+
+
+def test_rsyslog_rfc3339_file_format_is_syslog(tmp_path):
+    report = scan(tmp_path, RSYSLOG, name="messages")
+    assert brief(report, "line", "code", "api", "node", "container", "envelope", "timestamp", "time_source") == [
+        (2, "0x5010B009", "LinkLlmClusters", "node-a", "vllm", "syslog-rfc3339", "2025-11-11T19:40:06.327589Z", "line"),
+        (3, "0x5010B007", "PushKvBlocks", "node-a", "vllm", "syslog-rfc3339", "2025-11-11T19:40:05.101000Z",
+         "envelope")]
+    assert report["findings"][1]["text"] == "ret = 0x5010B007 PushKvBlocks"  # no host, tag or escapes
+
+
+KUBECTL = (
+    "2025-11-11T19:40:04.100000000Z INFO vllm: starting engine\n"
+    "2025-11-11T19:40:04.870051337Z LinkClusters: ErrorNo: 1343270920(local cluster is already linked with remote"
+    " cluster!)\n"
+    "2025-11-11T19:40:05.1Z WARNING llm_datadist: pull_blocks returned status 1343270939, retry 1/3\n"
+    "2025-11-11T19:40:05.2Z [ERROR] GE(1,python3):2025-11-11-19:40:05.200.000 [llm_datadist.cc:812]57 PullKvBlocks:"
+    " ErrorNo: 1343270913(request wait to be processed timeout!)\n")
+
+
+def test_kubectl_timestamps_whose_lines_start_with_a_word_and_colon_stay_kubectl(tmp_path):
+    report = scan(tmp_path, KUBECTL, name="pod.log")
+    assert {f["envelope"] for f in report["findings"]} == {"kubectl-timestamps"}
+    assert brief(report, "line", "code", "container", "text") == [
+        (2, "0x5010B008", None, "LinkClusters: ErrorNo: 1343270920(local cluster is already linked with remote cluster!)"),
+        (3, "0x5010B01B", None, "WARNING llm_datadist: pull_blocks returned status 1343270939, retry 1/3"),
+        (4, "0x5010B001", None, report["findings"][2]["text"])]
+    assert report["findings"][2]["text"].startswith("[ERROR] GE(1,python3)")

@@ -85,6 +85,11 @@ def syslog_3164(lines, times):  # rsyslog traditional file format, local time, n
                    for ln, t in zip(lines, times, strict=True))
 
 
+def syslog_3339(lines, times):  # rsyslog RSYSLOG_FileFormat (Debian 12+ default): RFC 3339 time, micros
+    return "".join(f"{t.strftime('%Y-%m-%dT%H:%M:%S.%f')}+08:00 decode-node-2 vllm[5569]: {_rsyslog(ln)}\n"
+                   for ln, t in zip(lines, times, strict=True))
+
+
 def _rsyslog(line):
     return "".join(f"#{ord(c):03o}" if ord(c) < 32 else c for c in line)
 
@@ -153,6 +158,7 @@ def terminal(lines, times):  # grcat-style colour around levels and numbers, CRL
 WRAPPERS = {
     "docker-json-file": docker, "cri": cri, "kubectl-timestamps": kubectl_timestamps,
     "kubectl-prefix": kubectl_prefix, "syslog-rfc5424": syslog_5424, "syslog-rfc3164": syslog_3164,
+    "syslog-rfc3339": syslog_3339,
     "journald-json": journald, "fluentbit-out-file": fluentbit, "loki-logcli-jsonl": loki,
     "json-lines": json_lines, "elasticsearch-search": search_pretty, "elasticsearch-search/one-line": search_one_line, "csv": kibana_csv,
     "terminal-colour": terminal,
