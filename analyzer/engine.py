@@ -25,7 +25,7 @@ from .linkfacts import Fact
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
 from .observed import LineObserver, Observed, node_of
-from .patterns import GENERIC_FAILED, CodeMatcher
+from .patterns import GENERIC_FAILED, CodeHit, CodeMatcher
 from .progress import Progress
 from .reassembly import Rejoined, peek
 from .records import Finding, InputStats, Skipped
@@ -206,15 +206,18 @@ class Engine:
                 lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
                 raw = text.encode("utf-8", "replace")
                 link = self.observer.line(state, cand, text, raw, lookback, record, self.node)
-                if self.matcher.find(text):
-                    found.extend(self._line(state, cand, text, lookback, record, link))
+                hits = self.matcher.find(text)  # once: on a long joined line it is the scan's main cost
+                if hits:
+                    found.extend(self._line(state, cand, text, lookback, record, link, hits))
                 done.append((record.pod, text))
         return found
 
     def _line(self, state: _StreamState, cand: Candidate, text: str, lookback: Callable[[], Lines],
-              record: Record | None, link: tuple[Fact, ...] = ()) -> Iterator[Finding]:
-        """Findings of one line (or one record's line): its codes in their context."""
-        hits = self.matcher.find(text)
+              record: Record | None, link: tuple[Fact, ...] = (), hits: list[CodeHit] | None = None
+              ) -> Iterator[Finding]:
+        """Findings of one line (or one record's line): its codes in their context (`hits`: the
+        line's codes when the caller has already found them)."""
+        hits = self.matcher.find(text) if hits is None else hits
         if not hits:
             return
         year, layout, generic = state.year, state.layout, state.generic
