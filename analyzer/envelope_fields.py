@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .errors import RuleError
 from .logline import Year
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
@@ -111,4 +112,24 @@ def path_value(obj: Any, path: str) -> Any:
     return None
 
 
+def prefilter_patterns(raw: object, where: str) -> tuple[bytes, ...]:
+    """An envelope's `prefilter` entry: regular expressions, as bytes."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        raise RuleError(f"{where}: prefilter must be a list of regular expressions")
+    for x in raw:
+        try:
+            re.compile(x.encode())
+        except re.error as exc:
+            raise RuleError(f"{where}: prefilter: invalid regular expression: {exc}") from None
+    return tuple(x.encode() for x in raw)
 
+
+def key_values(obj: Any, prefix: str = "") -> list[str]:
+    """`key=value` for every scalar in a JSON object, nested keys dotted, strings unescaped."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in key_values(v, f"{prefix}{k}.")]
+    if isinstance(obj, list):
+        return [p for v in obj for p in key_values(v, prefix)]
+    return [f"{prefix.rstrip('.')}={obj}"]

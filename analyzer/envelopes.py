@@ -19,14 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import read_yaml
-from .envelope_fields import envelope_time, json_object, json_string, loose_message, path_value
+from .envelope_fields import (
+    envelope_time,
+    json_object,
+    json_string,
+    key_values,
+    loose_message,
+    path_value,
+    prefilter_patterns,
+)
 from .errors import RuleError
 from .logline import Year
 from .scanner import Candidate
 
 SHAPES = ("line", "json", "prefix-json", "search", "csv", "terminal")
 TIME_FORMATS = ("rfc3339", "epoch", "epoch-ms", "epoch-us", "syslog", "kibana")
-PARTIALS = ("cri", "docker", "journald")
+PARTIALS = ("cri", "docker", "journald", "csv")
 ROLES = ("message", "time", "stream", "pod", "container", "node", "namespace", "partial")
 DETECT_LINES = 8  # non-empty lines of a stream's head that detection looks at
 HEAD_BYTES = 64 << 10  # read before scanning: the CSV header row, the Rejoined check need no more
@@ -195,7 +203,7 @@ class Unwrapper:
         get = self._getter(obj)
         message = get("message")
         if message is None and whole is not None:
-            message = " ".join(_pairs(obj))
+            message = " ".join(key_values(obj))
         if isinstance(message, list) and all(isinstance(b, int) for b in message):
             # journald: a byte array when the message holds control bytes
             message = bytes(b & 0xFF for b in message).decode("utf-8", errors="replace")
@@ -262,6 +270,8 @@ class Unwrapper:
     def _csv(self, line: str) -> Record:
         if line.rstrip("\r") == self.header_row:
             return Record("")
+        if "\x1e" in line:  # a record whose quoted cell spans lines, rejoined (reassembly.RECORD_NEWLINE)
+            line = line.replace("\r\x1e", "\n").replace("\x1e", "\n")
         row = _csv_row(line.rstrip("\r"))
         if not row:
             return Record(clean(line))
@@ -331,22 +341,9 @@ def _parse(raw: object, where: str) -> Envelope:
         name=raw["name"], shape=str(shape), detect=detect, detect_head=bool(raw.get("detect_head")), pattern=pattern,
         fields={k: tuple(str(v).split("|")) for k, v in fields.items()}, time=raw.get("time", "rfc3339"),
         partial=raw.get("partial"), escapes=raw.get("escapes"),
-        prefilter=_prefilter(raw.get("prefilter"), where),
+        prefilter=prefilter_patterns(raw.get("prefilter"), where),
         examples=tuple({k: str(v) for k, v in e.items()} for e in examples),
     )
-
-
-def _prefilter(raw: object, where: str) -> tuple[bytes, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
-        raise RuleError(f"{where}: prefilter must be a list of regular expressions")
-    for x in raw:
-        try:
-            re.compile(x.encode())
-        except re.error as exc:
-            raise RuleError(f"{where}: prefilter: invalid regular expression: {exc}") from None
-    return tuple(x.encode() for x in raw)
 
 
 def _examples(examples: object, where: str) -> list[dict[str, Any]]:
@@ -387,15 +384,6 @@ def _csv_row(line: str) -> list[str]:
         return next(csv.reader([line]), [])
     except csv.Error:
         return []
-
-
-def _pairs(obj: Any, prefix: str = "") -> list[str]:
-    """`key=value` for every scalar in a JSON object, nested keys dotted, strings unescaped."""
-    if isinstance(obj, dict):
-        return [p for k, v in obj.items() for p in _pairs(v, f"{prefix}{k}.")]
-    if isinstance(obj, list):
-        return [p for v in obj for p in _pairs(v, prefix)]
-    return [f"{prefix.rstrip('.')}={obj}"]
 
 
 def _split_at(text: str, start: int, end: int) -> tuple[str, str]:

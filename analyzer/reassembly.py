@@ -24,6 +24,8 @@ BLOCK = 1 << 20
 MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
 DOCKER_PART = 16 << 10  # what Docker puts in one entry of a longer line (its log buffer)
 
+RECORD_NEWLINE = b"\x1e"  # a newline inside a CSV record joined onto one line (never in a log's text)
+
 _CRI = re.compile(rb"^(\S+ (?:stdout|stderr) )([PF])(?: |$)")
 # A whole entry's `log` ends in an escaped newline: `\n"` then `,` or `}`, with any JSON spacing and
 # any key order (json-file writes `{"log":…,"stream":…}`; a re-serialiser may space or reorder it).
@@ -38,6 +40,8 @@ class Rejoined(io.RawIOBase):
         self.carry = b""  # bytes not yet handed out: a partial group whose end is still to come
         self.out = b""
         self.eof = False
+        self.record: list[bytes] = []  # csv: the physical lines of a record whose quote is still open
+        self.record_size = 0
 
     def readable(self) -> bool:
         return True
@@ -52,6 +56,9 @@ class Rejoined(io.RawIOBase):
 
     def _fill(self) -> None:
         chunk = self.inner.read(BLOCK)
+        if self.kind == "csv":
+            self._fill_csv(chunk)
+            return
         if not chunk:
             self.eof = True
             self.out, self.carry = self._join(self.carry, final=True), b""
@@ -77,6 +84,47 @@ class Rejoined(io.RawIOBase):
             self.carry = tail + self.carry
             lines = lines[:keep]
         self.out = b"".join(line + b"\n" for line in self._join_lines(lines))
+
+    def _fill_csv(self, chunk: bytes) -> None:
+        """CSV: lines handed out as they are, except a record whose quotes are still open at the
+        end of a line, which is kept until its quotes close (each `"` opens or closes a quote;
+        `""` does both) and handed out as one line plus empty lines."""
+        if not chunk:
+            self.eof = True
+            data, self.carry = self.carry, b""
+        else:
+            data = self.carry + chunk
+            cut = data.rfind(b"\n") + 1
+            data, self.carry = data[:cut], data[cut:]
+        lines = data.split(b"\n")
+        last = lines.pop()  # b"" unless at the end of a stream without a final newline
+        out: list[bytes] = []
+        for line in lines:
+            self._csv_line(line, out)
+        if last:
+            self._csv_line(last, out)
+        if self.eof and self.record:  # a quote never closed: the lines as they were
+            out.extend(line + b"\n" for line in self.record)
+            self.record = []
+        if last and out and not self.record and not out[-1].endswith(b"\n\n"):
+            out[-1] = out[-1][:-1]  # the stream's last line had no newline: nor has it here
+        self.out = b"".join(out)
+
+    def _csv_line(self, line: bytes, out: list[bytes]) -> None:
+        if not self.record:
+            if line.count(b'"') % 2 == 0:
+                out.append(line + b"\n")
+                return
+            self.record, self.record_size = [line], len(line)
+            return
+        self.record.append(line)
+        self.record_size += len(line)
+        if sum(part.count(b'"') for part in self.record) % 2 == 0:
+            out.append(RECORD_NEWLINE.join(self.record) + b"\n" + b"\n" * (len(self.record) - 1))
+            self.record = []
+        elif self.record_size > MAX_GROUP:  # no record is this long: a stray quote, lines as they are
+            out.extend(part + b"\n" for part in self.record)
+            self.record = []
 
     def _join(self, data: bytes, final: bool) -> bytes:
         if not data:

@@ -3,6 +3,8 @@ reviewer's files and written again here from the formats' documentation (journal
 rsyslog's RSYSLOG_FileFormat, RFC 4180 CSV as Kibana and Python's csv.writer write it); the
 expected findings are written by hand."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -120,3 +122,56 @@ def test_kubectl_timestamps_whose_lines_start_with_a_word_and_colon_stay_kubectl
         (3, "0x5010B01B", None, "WARNING llm_datadist: pull_blocks returned status 1343270939, retry 1/3"),
         (4, "0x5010B001", None, report["findings"][2]["text"])]
     assert report["findings"][2]["text"].startswith("[ERROR] GE(1,python3)")
+
+
+# -- D11: a CSV record whose quoted message spans lines is one record -------------------------------
+TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.11/site-packages/vllm/distributed/kv_transfer/llmdatadist_c_mgr_connector.py",'
+    " line 870, in _read_blocks\n"
+    "    self.cache_manager.pull_blocks(src_cache_key, dst_cache, src_blocks, dst_blocks)\n"
+    "llm_datadist.status.LLMException: [pull_blocks] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT,"
+    ' src_cache_key = "BlocksCacheKey(cluster_id=1000)".')
+LINK = ("[ERROR] GE(1,python3):2025-11-12-03:40:07.220.431 [llm_link_manager.cc:402]58 LinkClusters: ErrorNo: "
+        "1343270921(local cluster link with remote cluster failed!)")
+TRACEBACK2 = ("Traceback (most recent call last):\n  File \"/x/engine.py\", line 12, in link\n"
+              "llm_datadist.status.LLMException: [link_clusters] failed, error code is LLMStatusCode.LLM_LINK_FAILED")
+
+
+def export(header, rows, **writer_args):
+    out = io.StringIO()
+    writer = csv.writer(out, **writer_args)  # \r\n between records; a newline in a cell kept, the cell quoted
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def test_a_csv_record_spanning_lines_is_one_record_with_its_own_context(tmp_path):
+    # Kibana's "Generate CSV" shape: every cell quoted, the message column not last, ECS names
+    text = export(["message", "@timestamp", "host.name", "kubernetes.pod.name"], [
+        [TRACEBACK, "Nov 12, 2025 @ 03:40:05.000", "decode-node-2", "decode-0"],
+        [LINK, "Nov 12, 2025 @ 03:40:07.300", "prefill-node-1", "prefill-0"],
+        [TRACEBACK2, "Nov 12, 2025 @ 03:40:08.000", "prefill-node-1", "prefill-0"],
+    ], quoting=csv.QUOTE_ALL)
+    report = scan(tmp_path, text, name="export.csv")
+    assert brief(report, "line", "code", "api", "action", "recoverable", "node", "pod", "timestamp", "time_source") == [
+        (2, "0x5010B001", "PullKvBlocks", "relink", False, "decode-node-2", "decode-0", "2025-11-12T03:40:05.000000", "envelope"),
+        (6, "0x5010B009", "LinkLlmClusters", "check-network", True, "prefill-node-1", "prefill-0", "2025-11-12T03:40:07.220431",
+         "line"),
+        (7, "0x5010B009", "LinkLlmClusters", "check-network", True, "prefill-node-1", "prefill-0", "2025-11-12T03:40:08.000000",
+         "envelope")]
+    assert report["findings"][0]["text"].startswith("llm_datadist.status.LLMException: [pull_blocks] failed")
+    assert report["inputs"]["lines"] == 9  # header, 4 + 1 + 3 physical lines
+
+
+@pytest.mark.parametrize("header", [["@timestamp", "host.name", "message"], ["_source.@timestamp", "_source.message"],
+                                    ["Time", "Line"], ["timestamp", "@message", "kubernetes.pod.name"]])
+def test_the_message_column_is_found_by_name_wherever_it_is(tmp_path, header):
+    values = {"@timestamp": "2025-11-12T03:40:05.000Z", "_source.@timestamp": "2025-11-12T03:40:05.000Z",
+              "Time": "2025-11-12 03:40:05.000", "timestamp": "2025-11-12T03:40:05Z", "host.name": "decode-node-2",
+              "kubernetes.pod.name": "decode-0"}
+    rows = [[values.get(h, TRACEBACK) for h in header], [values.get(h, "INFO ok") for h in header]]
+    report = scan(tmp_path, export(header, rows, lineterminator="\n"), name="out.csv")
+    assert brief(report, "line", "code", "api", "action") == [(2, "0x5010B001", "PullKvBlocks", "relink")]
+    assert report["findings"][0]["timestamp"].startswith("2025-11-1")
+    assert report["inputs"]["lines"] == 6  # header, 4 lines of the traceback, 1
