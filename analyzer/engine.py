@@ -154,9 +154,11 @@ class Engine:
         if history:
             self._seed(history, state, unwrapper)
         prefilter = self.prefilter
+        rejoined: Rejoined | None = None
         if unwrapper is not None:
             if unwrapper.envelope.partial:
-                stream = cast(BinaryIO, Rejoined(stream, unwrapper.envelope.partial))
+                rejoined = Rejoined(stream, unwrapper.envelope.partial)
+                stream = cast(BinaryIO, rejoined)
             if unwrapper.prefilter:
                 prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
                     self._literals, self.prefilter_engine, unwrapper.prefilter)
@@ -174,6 +176,8 @@ class Engine:
             if len(found) > 1:
                 found.sort(key=_code_of)  # report order within a line: by code
             yield from found
+        if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
+            counts.bytes += rejoined.consumed - rejoined.produced
 
     def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
         """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the

@@ -40,6 +40,7 @@ class Rejoined(io.RawIOBase):
         self.carry = b""  # bytes not yet handed out: a partial group whose end is still to come
         self.out = b""
         self.eof = False
+        self.consumed = self.produced = 0  # bytes read from `inner`, bytes handed out
         self.record: list[bytes] = []  # csv: the physical lines of a record whose quote is still open
         self.record_size = 0
 
@@ -52,10 +53,12 @@ class Rejoined(io.RawIOBase):
         n = min(len(buffer), len(self.out))
         buffer[:n] = self.out[:n]
         self.out = self.out[n:]
+        self.produced += n
         return n
 
     def _fill(self) -> None:
         chunk = self.inner.read(BLOCK)
+        self.consumed += len(chunk)
         if self.kind == "csv":
             self._fill_csv(chunk)
             return

@@ -175,3 +175,13 @@ def test_the_message_column_is_found_by_name_wherever_it_is(tmp_path, header):
     assert brief(report, "line", "code", "api", "action") == [(2, "0x5010B001", "PullKvBlocks", "relink")]
     assert report["findings"][0]["timestamp"].startswith("2025-11-1")
     assert report["inputs"]["lines"] == 6  # header, 4 lines of the traceback, 1
+
+
+def test_bytes_read_are_the_files_when_parts_are_rejoined(tmp_path):
+    # the rejoined text is longer or shorter than the file: the report counts the file's bytes
+    parts = [json.dumps({"log": LONG[:16384], "stream": "stderr", "time": "2025-11-11T19:40:09.1Z"}),
+             json.dumps({"log": LONG[16384:] + "\n", "stream": "stderr", "time": "2025-11-11T19:40:09.2Z"})]
+    text = "\n".join(parts) + "\n"
+    report = scan(tmp_path, text)
+    assert brief(report, "line", "code") == [(1, "0x5010B007")]
+    assert report["inputs"]["bytes"] == len(text.encode())
