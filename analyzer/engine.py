@@ -24,7 +24,7 @@ from .inputs.streams import Reader
 from .linkfacts import Fact
 from .logline import header_for, record_headers
 from .neighbours import CauseFinder, NeighbourMatcher, causes
-from .observed import LineObserver, Observed, node_of
+from .observed import LineObserver, Observed, node_of, process_key
 from .patterns import GENERIC_FAILED, CodeHit, CodeMatcher
 from .progress import Progress
 from .reassembly import Rejoined, peek
@@ -287,7 +287,8 @@ class Engine:
                 process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
                 if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
                     for kind, value in self.linkfacts.find(text):
-                        state.recent.setdefault(headers[0].pid or state.layout.pid, {})[kind] = (value, line_no)
+                        state.recent.setdefault(process_key(state.layout, record, headers[0].pid or state.layout.pid),
+                                                {})[kind] = (value, line_no)
                 for hit in self.matcher.find(text):
                     if hit.value != GENERIC_FAILED:
                         state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
@@ -311,7 +312,7 @@ class _StreamState:
     year: YearHint | None
     envelope: str | None = None
     observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
-    recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)  # pid -> kind -> (value, line)
+    recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)  # process -> kind -> (value, line)
 
 
 def sort_key(f: Finding) -> tuple[str, int, str]:

@@ -140,7 +140,7 @@ class StreamView(Protocol):
     clock: StreamClock
     year: YearHint | None
     observed: Observed
-    recent: dict[str | None, dict[str, tuple[str, int]]]  # pid -> kind -> (value, line)
+    recent: dict[str | None, dict[str, tuple[str, int]]]  # process (pod, pid) -> kind -> (value, line)
 
 
 def node_of(layout: Layout, record: Record | None, pod: str | None, default: str | None) -> str | None:
@@ -148,6 +148,14 @@ def node_of(layout: Layout, record: Record | None, pod: str | None, default: str
     pod; a folder that only holds the log names a node only when no pod does."""
     return (record.node if record else None) or (
         (layout.node if layout.anchored else None) or default or pod if pod else layout.node or default)
+
+
+def process_key(layout: Layout, record: Record | None, pid: str | None) -> str | None:
+    """The process a line belongs to, for link facts: its pod (container) and pid. Two pods in one
+    file (`kubectl logs --prefix`) are two processes even when both are pid 1."""
+    pod = (record.pod if record else None) or layout.pod
+    container = (record.container if record else None) or layout.container
+    return f"{pod}\x00{container}\x00{pid}" if pod or container else pid
 
 
 def finding_link(recent: dict[str, tuple[str, int]], facts: list[Fact], line_no: int) -> tuple[Fact, ...]:
@@ -173,14 +181,15 @@ class LineObserver:
             if not state.recent:
                 return ()
             pid = record_headers(text, state.year)[0].pid or state.layout.pid
-            return finding_link(state.recent.get(pid, {}), [], cand.line_no)
+            return finding_link(state.recent.get(process_key(state.layout, record, pid), {}), [], cand.line_no)
         header = record_headers(text, state.year)[0]
         node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)
         pid = header.pid or state.layout.pid
-        link = finding_link(state.recent.get(pid, {}), facts, cand.line_no)
+        process = process_key(state.layout, record, pid)
+        link = finding_link(state.recent.get(process, {}), facts, cand.line_no)
         if facts:
             state.observed.note_facts(node, facts, pid)
-            mine = state.recent.setdefault(pid, {})
+            mine = state.recent.setdefault(process, {})
             for kind, value in facts:
                 mine[kind] = (value, cand.line_no)
         found = self.neighbours.find(text, families) if families else []
