@@ -312,7 +312,8 @@ class _StreamState:
     year: YearHint | None
     envelope: str | None = None
     observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
- None, dict[str, tuple[str, int]]] = field(default_factory=dict)  # process -> kind -> (value, line_no)| None, dict[str, tuple[str, int]]] = field(default_factory=dict)  # process -> kind -> (value, line_no)
+    # process (pod, container, pid) -> kind -> (value, line)
+    recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
 
 
 def sort_key(f: Finding) -> tuple[str, int, str]:
