@@ -42,9 +42,12 @@ def parse_where(text: str) -> Where:
     return Where(m.group(1), first, last)
 
 
-def read_lines(source: str, first: int, last: int, limits: Limits | None = None) -> list[tuple[int, str]]:
-    """Lines `first`..`last` of a source as reports name it; InputError when it cannot be read."""
-    wanted = _ranges_of([(source, first, last)], limits)
+def read_lines(source: str, first: int, last: int, limits: Limits | None = None,
+               notes: list[str] | None = None) -> list[tuple[int, str]]:
+    """Lines `first`..`last` of a source as reports name it; InputError when it cannot be read.
+    A source that breaks part-way (a truncated .gz) gives the lines before the break, and the
+    reason goes to `notes`."""
+    wanted = _ranges_of([(source, first, last)], limits, notes)
     if source not in wanted:
         raise InputError(f"{source}: no such file or archive member")
     return wanted[source]
@@ -67,7 +70,8 @@ def context_of(places: Iterable[tuple[str, int]], around: int, limits: Limits | 
     return out
 
 
-def _ranges_of(asks: list[tuple[str, int, int]], limits: Limits | None) -> dict[str, list[tuple[int, str]]]:
+def _ranges_of(asks: list[tuple[str, int, int]], limits: Limits | None,
+               notes: list[str] | None = None) -> dict[str, list[tuple[int, str]]]:
     """For each asked source, the lines in its asked ranges; every outer input is read once."""
     by_outer: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for source, first, last in asks:
@@ -89,11 +93,14 @@ def _ranges_of(asks: list[tuple[str, int, int]], limits: Limits | None) -> dict[
             for leaf in unpacker.leaves(src.name, handle, src.path, src.mtime):
                 ranges = members.get(leaf.name)
                 if ranges:
-                    found[leaf.name] = list(_lines_in(leaf.stream, ranges))
+                    got = found[leaf.name] = []  # filled as read: what comes before a break is kept
+                    got.extend(_lines_in(leaf.stream, ranges))
                 if len(found) == len(members):
                     break
         except READ_ERRORS as exc:
-            raise InputError(f"{outer}: {exc}") from None
+            if notes is None or not any(found.values()):
+                raise InputError(f"{outer}: {exc}") from None
+            notes.append(f"{outer}: stopped after line {max(n for lines in found.values() for n, _ in lines)}: {exc}")
         finally:
             handle.close()
     return found
@@ -105,7 +112,12 @@ def _lines_in(stream: Reader, ranges: list[tuple[int, int]]) -> Iterator[tuple[i
     n = 0
     pending = b""
     while n < end:
-        chunk = stream.read(1 << 20)
+        try:
+            chunk = stream.read(1 << 20)
+        except READ_ERRORS:
+            if pending and any(a <= n + 1 <= b for a, b in ranges):
+                yield n + 1, decode(pending[:4000])  # the cut line, as far as it goes (as zcat prints it)
+            raise
         if not chunk:
             break
         pending += chunk

@@ -21,7 +21,8 @@ def show(where: tuple[str, ...], around: int) -> None:
     for n, text in enumerate(where):
         try:
             place = parse_where(text)
-            lines = read_lines(place.source, max(1, place.first - around), place.last + around)
+            notes: list[str] = []
+            lines = read_lines(place.source, max(1, place.first - around), place.last + around, notes=notes)
         except DDTriageError as exc:
             fail(str(exc))
         if len(where) > 1:
@@ -31,3 +32,5 @@ def show(where: tuple[str, ...], around: int) -> None:
         for number, line in lines:
             mark = ">" if place.first <= number <= place.last and around else " " if around else ""
             click.echo(f"{mark}{number:>6}  {terminal(line)}")  # a log line cannot drive the terminal
+        for note in notes:  # a truncated .gz: the lines up to the cut, as zcat prints them, then why
+            click.echo(f"warning: {terminal(note)}", err=True)
