@@ -2,7 +2,7 @@
 
 One module per command; `base` holds the group, the exit codes and the shared option types.
 Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or internal error;
-130 interrupted; 141 broken pipe; 143 terminated (SIGTERM).
+130 interrupted; 143 terminated (SIGTERM). A broken pipe on standard output changes no exit code.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import click
 from . import config, explain, merge, rules, scan, show  # noqa: F401 - each registers its command on the group
 from .base import (
     DEBUG,
-    EXIT_BROKEN_PIPE,
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
@@ -32,7 +31,7 @@ from .base import (
     warn,
 )
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "EXIT_INTERRUPTED",
+__all__ = ["EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "EXIT_INTERRUPTED",
            "EXIT_TERMINATED", "Terminated", "cli", "main"]
 
 
@@ -61,8 +60,9 @@ def main() -> None:
             quiet_broken_pipe()
         except (OSError, ValueError):
             pass
-    except BrokenPipeError:
-        quiet_broken_pipe()
+    except BrokenPipeError:  # a write past the guard; scan and merge catch theirs, so this ended an
+        quiet_broken_pipe()  # informational command, whose code would have been 0
+        code = EXIT_CLEAN
     except click.exceptions.Abort as exc:  # click turns Ctrl-C (and EOF at a prompt) into Abort
         interrupted = isinstance(exc.__context__, KeyboardInterrupt)
         warn("error", "interrupted" if interrupted else "aborted")
@@ -80,8 +80,10 @@ def main() -> None:
     except OSError as exc:
         if exc.errno == errno.EPIPE:
             quiet_broken_pipe()
-        warn("error", exc.strerror or str(exc))
-        code = EXIT_ERROR
+            code = EXIT_CLEAN
+        else:
+            warn("error", exc.strerror or str(exc))
+            code = EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 2
         if DEBUG["on"]:
             traceback.print_exc()

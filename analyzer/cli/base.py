@@ -1,7 +1,8 @@
 """Shared pieces of the `ddtriage` command: the group, exit codes, option types, error exits.
 
 Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or internal error;
-130 interrupted (Ctrl-C); 141 the reader of the output went away (`| head`); 143 terminated.
+130 interrupted (Ctrl-C); 143 terminated. A reader of the output that went away (`| head`) changes
+nothing: the command exits as if its output had been read (never 141, never a traceback).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..errors import DDTriageError
 from ..rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 MISSING = "no such file or directory"
 
 rules_option = click.option(
@@ -63,8 +64,9 @@ class ClosedStream(io.TextIOBase):
 
 
 class PipeGuard(io.TextIOBase):
-    """Standard output that turns a broken pipe into a quiet exit 141 at the write that found it, the
-    same for every command and format (click would otherwise exit 1, the findings code)."""
+    """Standard output on which a broken pipe is not an error: the write that finds it sends the rest
+    to /dev/null, so every command and format ends with the exit code it would have had (click would
+    otherwise exit 1, the findings code; a shell would report 141)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -74,6 +76,7 @@ class PipeGuard(io.TextIOBase):
             return int(self._stream.write(text))
         except BrokenPipeError:
             quiet_broken_pipe()
+            return len(text)
 
     def flush(self) -> None:
         try:
@@ -203,13 +206,15 @@ class Ratio(click.ParamType):
         return number
 
 
-def quiet_broken_pipe() -> NoReturn:
-    """The reader went away (`| head`): stop without a traceback, exit 141 (as a shell reports a
-    command killed by SIGPIPE), whatever the command and the format."""
+def quiet_broken_pipe() -> None:
+    """The reader went away (`| head`): standard output goes to /dev/null from here on, quietly, and
+    the command carries on to the exit code it would have had, had its output been read (0 for
+    explain, rules, config, show; the --fail-on code for scan and merge). One rule for every command,
+    so `set -o pipefail` scripts see 0/1/2 only."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the flush at exit cannot fail again
+        os.dup2(devnull, sys.stdout.fileno())  # what is still buffered, and every later write, lands there
+        os.close(devnull)
     except (OSError, AttributeError, ValueError):
         pass
-    sys.exit(EXIT_BROKEN_PIPE)
 
