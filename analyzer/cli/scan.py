@@ -43,7 +43,7 @@ from .outputs import Output, resolve_outputs
               help="Report format (default: text, or what each -o FILE's name says).")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
-                   "prefix, else the name (.sarif, .xml, .md, .json, .txt), else --format; - is stdout.")
+                   "prefix, else the name (.sarif, .xml, .md, .json, .txt, .html), else --format; - is stdout.")
 @click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
               "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")

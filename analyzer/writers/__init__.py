@@ -45,7 +45,8 @@ WRITERS: dict[str, Writer] = {
 }
 
 # File names whose format is not a writer's own suffix (`-o findings.sarif.json`, `-o report.junit`).
-EXTRA_SUFFIXES = {".sarif.json": "sarif", ".junit": "junit", ".markdown": "markdown", ".log": "text"}
+EXTRA_SUFFIXES = {".sarif.json": "sarif", ".junit": "junit", ".markdown": "markdown", ".log": "text",
+                  ".htm": "html", ".xhtml": "html"}
 
 
 def format_for(path: str) -> str | None:
