@@ -89,7 +89,7 @@ class Engine:
             return findings
         # Readers only call read() and close(): a raw reader serves where they expect a file.
         raw = cast(BinaryIO, _ReportingReader(opened, self.progress.advance))
-        unpacker = Unpacker(self.limits, self.selection, stats.skipped)
+        unpacker = Unpacker(self.limits, self.selection, stats.skipped, stats.notes)
         try:
             leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
             while True:

@@ -154,5 +154,6 @@ def stats_from_dict(d: dict[str, Any]) -> InputStats:
     """Input stats from their JSON shape (`InputStats.to_dict`)."""
     return InputStats(files=d["files"], lines=d["lines"], bytes=d["bytes"], excluded=d["excluded"],
                       outside_window=d["outside_window"],
-                      skipped=[Skipped(s["source"], s["reason"]) for s in d["skipped"]])
+                      skipped=[Skipped(s["source"], s["reason"]) for s in d["skipped"]],
+                      notes=[Skipped(s["source"], s["note"]) for s in d.get("notes", [])])
 

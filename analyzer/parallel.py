@@ -26,6 +26,8 @@ from typing import BinaryIO, cast
 from .engine import Engine
 from .envelopes import HEAD_BYTES
 from .inputs import SafeStream, Source, sniff, year_hint
+from .inputs.own import HEAD as OWN_HEAD
+from .inputs.own import own_document
 from .progress import Progress
 from .records import Finding, InputStats
 from .scanner import HISTORY_BYTES
@@ -108,9 +110,13 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
 
 
 def _is_plain(path: str) -> bool:
+    """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out)."""
     try:
         with open(path, "rb") as handle:
-            return sniff(SafeStream(handle)) == "text"
+            if sniff(SafeStream(handle)) != "text":
+                return False
+            handle.seek(0)
+            return own_document(handle.read(OWN_HEAD)) is None
     except OSError:
         return False
 

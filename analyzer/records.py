@@ -117,6 +117,9 @@ class InputStats:
     bytes: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     excluded: int = 0  # streams left out by --include/--exclude
+    # Inputs read in full with a caveat (a bad CRC kept, a BZh file read as text), or left out on
+    # purpose (ddtriage's own reports): told to the user, but no data was lost (--strict ignores them).
+    notes: list[Skipped] = field(default_factory=list)
     outside_window: int = 0  # findings outside --since/--until
     observed: Observed = field(default_factory=Observed)  # link facts and related errors (not counts)
 
@@ -126,6 +129,7 @@ class InputStats:
         self.lines += other.lines
         self.bytes += other.bytes
         self.skipped.extend(other.skipped)
+        self.notes.extend(other.notes)
         self.excluded += other.excluded
         self.outside_window += other.outside_window
 
@@ -140,4 +144,5 @@ class InputStats:
                 {"source": s.source, "reason": s.reason}
                 for s in sorted(self.skipped, key=lambda s: (s.source, s.reason))
             ],
-        }
+        } | ({"notes": [{"source": s.source, "note": s.reason}  # only when there are any: reports stay as they were
+                        for s in sorted(set(self.notes), key=lambda s: (s.source, s.reason))]} if self.notes else {})

@@ -73,3 +73,93 @@ def test_an_html_name_gets_the_html_report_never_text(tmp_path, name):
     line = _usage_line(_scan(str(SAMPLES), "-q", "--format", "text", "-o", str(tmp_path / "t.html")))
     assert "gets the HTML report, not text" in line, line
     assert not (tmp_path / "t.html").exists()
+
+
+# -- ddtriage's own files are never logs (review D10) ----------------------------------------------
+
+CI_LOG = (  # two findings: LLM_LINK_FAILED from LinkLlmClusters, LLM_WAIT_PROC_TIMEOUT from PullKvBlocks
+    "E20251112 03:40:06.327589    63 llm_data_dist_transfer.cpp:75] LinkLlmClusters failed, ret = 5010b009\n"
+    "[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:812]5571 PullKvBlocks: "
+    "ErrorNo: 1343270913(request wait to be processed timeout!)\n"
+)
+
+
+@pytest.fixture
+def ci(tmp_path):
+    folder = tmp_path / "ci2"
+    folder.mkdir()
+    (folder / "app.log").write_text(CI_LOG)
+    return folder
+
+
+def test_a_baseline_written_into_the_scanned_folder_is_refused_like_an_output(ci):
+    line = _usage_line(_scan(str(ci), "--write-baseline", str(ci / "new-base.json")))
+    assert f"--write-baseline {ci / 'new-base.json'}: it lies inside the scanned folder" in line, line
+    assert not (ci / "new-base.json").exists()
+    line = _usage_line(_scan(str(ci), "--write-baseline", str(ci / "app.log")))
+    assert "it is the input" in line and "the baseline would overwrite the log" in line, line
+    assert (ci / "app.log").read_text() == CI_LOG
+    line = _usage_line(_scan(str(ci), "--suppressions", str(ci / "app.log")))
+    assert "--suppressions" in line and "it is the input" in line, line
+    ok = _scan(str(ci), "-q", "--write-baseline", str(ci.parent / "base.json"))  # outside: fine
+    assert ok.returncode == 1, ok.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "junit", "markdown", "text", "github", "gitlab", "csv", "jsonl",
+                                 "html", "baseline"])
+def test_a_report_or_baseline_left_in_the_folder_is_not_read_as_a_log(ci, fmt):
+    out = ci.parent / f"report-{fmt}"
+    if fmt == "baseline":
+        made = _scan(str(ci), "-q", "--write-baseline", str(out))
+    else:
+        made = _scan(str(ci), "-q", "--format", fmt, "-o", str(out))
+    assert made.returncode == 1, made.stderr
+    (ci / out.name).write_bytes(out.read_bytes())  # then copied next to the logs (an artifact download)
+    again = _scan(str(ci), "--format", "json", "--fail-on", "never")
+    assert again.returncode == 0, again.stderr
+    import json
+
+    doc = json.loads(again.stdout)
+    assert doc["summary"]["findings"] == 2, doc["summary"]  # the two of app.log, none from the report
+    assert doc["inputs"]["files"] == 1 and doc["inputs"]["skipped"] == []
+    [note] = doc["inputs"]["notes"]
+    assert note["source"].endswith(out.name) and "(its own output), not a log: left out" in note["note"], note
+    assert f"{out.name}: a ddtriage" in again.stderr
+
+
+def test_a_log_that_merely_mentions_ddtriage_is_read(ci):
+    (ci / "other.log").write_text('{"tool": "other"}\nddtriage: ran\n' + CI_LOG)
+    doc = __import__("json").loads(_scan(str(ci), "--format", "json").stdout)
+    assert doc["summary"]["findings"] == 4 and "notes" not in doc["inputs"]
+
+
+# -- read in full with a caveat: a note, not a skip (review D18) ------------------------------------
+
+def test_inputs_read_with_a_caveat_are_notes_and_do_not_fail_strict(tmp_path):
+    import json
+    import zipfile
+
+    bzh = tmp_path / "bzh.log"
+    bzh.write_bytes(b"BZh91AY&SY this is not bzip\n" + CI_LOG.encode())
+    bad = tmp_path / "badcrc.zip"
+    with zipfile.ZipFile(bad, "w") as archive:
+        archive.writestr("node-1/app.log", CI_LOG)
+    data = bytearray(bad.read_bytes())
+    crc = zipfile.ZipFile(bad).getinfo("node-1/app.log").CRC.to_bytes(4, "little")
+    for at in (data.find(crc), data.rfind(crc)):  # local and central header
+        data[at] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    result = _scan(str(bzh), str(bad), "--strict", "--format", "json")
+    assert result.returncode == 1, result.stderr  # findings; nothing skipped, so --strict has no say
+    doc = json.loads(result.stdout)
+    assert doc["summary"]["findings"] == 4 and doc["inputs"]["skipped"] == []
+    notes = {n["source"].rsplit("/", 1)[-1]: n["note"] for n in doc["inputs"]["notes"]}
+    assert "read as plain text" in notes["bzh.log"]
+    assert "CRC mismatch" in notes["app.log"] and "the data was kept" in notes["app.log"]
+    text = _scan(str(bzh), str(bad), "-q", "--no-pager").stdout
+    assert "2 notes on inputs" in text and "skipped" not in text
+    md = _scan(str(bzh), str(bad), "-q", "--format", "markdown").stdout
+    assert "## Notes on inputs" in md and "Skipped inputs" not in md
+    # data really not read still fails --strict
+    (tmp_path / "enc.gz").write_bytes(b"\x1f\x8b\x08\x00junk")
+    assert _scan(str(tmp_path / "enc.gz"), str(bzh), "-q", "--strict").returncode == 2

@@ -1,8 +1,9 @@
 """Where the report goes: never onto an input, never half-written.
 
-`refusal` says why an --output path may not be used: it is one of the inputs (also through a
-symlink or a hard link), or it lies inside a scanned folder and is not excluded by name (the next
-run would scan the report). `atomic_file` writes a regular file through a temporary file in the
+`refusal` says why an --output (or --write-baseline, --baseline, --suppressions) path may not be
+used: it is one of the inputs (also through a symlink or a hard link, or a log inside a scanned
+folder), or a file written inside a scanned folder and not excluded by name (the next run would
+scan it, were it not recognised as ddtriage's own). `atomic_file` writes a regular file through a temporary file in the
 same folder, renamed into place only when the whole report is written.
 """
 
@@ -19,8 +20,11 @@ from typing import Any
 from ..inputs import Selection
 
 
-def refusal(output: str, paths: Sequence[str], selection: Selection) -> str | None:
-    """Why `output` must not be written when scanning `paths`, or None when it may be."""
+def refusal(output: str, paths: Sequence[str], selection: Selection, what: str = "report",
+            written: bool = True) -> str | None:
+    """Why `output` must not be used when scanning `paths`, or None when it may be. `what` names the
+    file in the reason (report, baseline); a file only read (`written=False`, --baseline,
+    --suppressions) is refused when it is an input, not for lying inside a scanned folder."""
     target = os.path.realpath(output)
     try:
         out_st: os.stat_result | None = os.stat(output)
@@ -28,6 +32,7 @@ def refusal(output: str, paths: Sequence[str], selection: Selection) -> str | No
         out_st = None
     if out_st is not None and not stat.S_ISREG(out_st.st_mode):
         return None  # /dev/null, a terminal, a FIFO: nothing there to overwrite or rescan
+    overwrite = f"the {what} would overwrite the log" if written else f"a log is not a {what}"
     for path in paths:
         if path == "-":
             continue
@@ -36,16 +41,31 @@ def refusal(output: str, paths: Sequence[str], selection: Selection) -> str | No
         except OSError:
             continue
         if out_st is not None and (st.st_dev, st.st_ino) == (out_st.st_dev, out_st.st_ino):
-            return f"it is the input {path}; the report would overwrite the log"
+            return f"it is the input {path}; {overwrite}"
         real = os.path.realpath(path)
         if stat.S_ISDIR(st.st_mode) and os.path.commonpath([real, target]) == real:
             walked = os.path.join(path, os.path.relpath(target, real))  # the name the walk would give it
-            if not selection.excluded(walked):
+            if selection.excluded(walked):
+                continue
+            if out_st is not None and not _own(target):  # a log the scan reads
+                return f"it is the input {walked} (in the scanned folder {path}); {overwrite}"
+            if written:
                 return (f"it lies inside the scanned folder {path}; write it elsewhere, or leave it out "
                         f"with --exclude {os.path.basename(target)}")
         elif real == target:
-            return f"it is the input {path}; the report would overwrite the log"
+            return f"it is the input {path}; {overwrite}"
     return None
+
+
+def _own(path: str) -> bool:
+    """Whether `path` holds a report or baseline ddtriage wrote (a later scan leaves it out)."""
+    from ..inputs.own import HEAD, own_document
+
+    try:
+        with open(path, "rb") as handle:
+            return own_document(handle.read(HEAD)) is not None
+    except OSError:
+        return False
 
 
 @contextmanager

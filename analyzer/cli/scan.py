@@ -122,10 +122,13 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         jobs = cpus
     try:
         targets = list(paths) or default_paths()
-        for report in reports:  # refused before anything is read or written
-            why = refusal(report.path, targets, selection) if report.path != "-" else None
+        for option, path, what, written in [("--output", r.path, "report", True) for r in reports] + [
+                ("--write-baseline", write_baseline, "baseline", True), ("--baseline", baseline, "baseline", False),
+                ("--suppressions", suppressions, "suppressions file", False)]:
+            # refused before anything is read or written
+            why = refusal(path, targets, selection, what, written) if path and path != "-" else None
             if why:
-                fail(f"--output {report.path}: {why}")
+                fail(f"{option} {path}: {why}")
         options = Options(limits=Limits(max_bytes=max_bytes, max_ratio=max_ratio), selection=selection,
                           since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
                           follow=follow)
@@ -141,6 +144,8 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         usage_error |= level == "error"
         if level == "error" or not quiet:
             warn(level, f"{skipped['source']}: {skipped['reason']}")
+    for noted in analysis.inputs.to_dict().get("notes", []) if not quiet else ():  # read in full, or ours
+        warn("note", f"{noted['source']}: {noted['note']}")
     if not analysis.inputs.files and not usage_error and not allow_empty:
         left_out = analysis.inputs.excluded
         fail("nothing was scanned: no log file was read"

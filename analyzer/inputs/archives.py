@@ -41,6 +41,9 @@ class Unpacking(Protocol):
     def skip(self, name: str, reason: str) -> None:
         """Record `name` as skipped, with the reason."""
 
+    def note(self, name: str, reason: str) -> None:
+        """Record a caveat about `name`, read in full all the same."""
+
     def left_out(self, name: str) -> bool:
         """Whether --include/--exclude leave this member out (it is then counted)."""
 
@@ -178,7 +181,7 @@ def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budge
         with handle:
             # A bad CRC: keep the data and warn, as `unzip` does (zipfile would drop the last read).
             handle._expected_crc = None  # type: ignore[attr-defined]  # no public switch for the check
-            checked = _CrcCheck(handle, info.CRC, lambda got, c=child, i=info: unpacker.skip(  # type: ignore[misc]
+            checked = _CrcCheck(handle, info.CRC, lambda got, c=child, i=info: unpacker.note(  # type: ignore[misc]
                 c, f"CRC mismatch (stored {i.CRC:08x}, data {got:08x}); the data was kept, as unzip does"))
             # zipfile drops what a failing read(n) had decompressed: read small.
             yield from unpacker.member(child, checked, budget, depth, piece=4096, mtime=_zip_mtime(info))

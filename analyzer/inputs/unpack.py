@@ -14,6 +14,8 @@ from ..records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
 from .formats import HEAD, detect, lookalike
 from .names import printable
+from .own import HEAD as OWN_HEAD
+from .own import left_out_reason, own_document
 from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
@@ -23,10 +25,14 @@ MAX_DEPTH = 8
 class Unpacker:
     """Walks one top-level input down to its text streams."""
 
-    def __init__(self, limits: Limits, selection: Selection, skipped: list[Skipped]) -> None:
+    def __init__(self, limits: Limits, selection: Selection, skipped: list[Skipped],
+                 notes: list[Skipped] | None = None) -> None:
         self.limits = limits
         self.selection = selection
         self.skipped = skipped
+        # Read with a caveat, or left out on purpose (ddtriage's own reports): not data lost. With
+        # a list here, ddtriage's own reports are left out; without (reading lines back), they are read.
+        self.notes = notes
         self.excluded = 0  # streams left out by --include/--exclude
         self._mtimes: list[float | None] = []
 
@@ -45,6 +51,17 @@ class Unpacker:
     def skip(self, name: str, reason: str) -> None:
         """Record `name` as skipped, with the reason."""
         self.skipped.append(Skipped(printable(name), reason))
+
+    def note(self, name: str, reason: str) -> None:
+        """Record a caveat about `name`, which was read in full (or left out on purpose)."""
+        (self.skipped if self.notes is None else self.notes).append(Skipped(printable(name), reason))
+
+    def _own_report(self, stream: SafeStream) -> str | None:
+        """The kind of ddtriage report `stream` holds, when ddtriage's own reports are left out."""
+        try:
+            return own_document(stream.peek(OWN_HEAD)) if self.notes is not None else None
+        except LimitExceeded:
+            return None  # the read that follows reports it
 
     def left_out(self, name: str) -> bool:
         """Whether --exclude leaves this archive member out (it is then counted), or it is hidden."""
@@ -81,7 +98,7 @@ class Unpacker:
         if fmt.codec is None and fmt.walk is None and fmt.encoding is None:
             fake = lookalike(head, name)
             if fake:  # nothing is lost: the bytes are scanned as they are
-                self.skip(name, f"starts like {fake} but does not decode as {fake}; read as plain text")
+                self.note(name, f"starts like {fake} but does not decode as {fake}; read as plain text")
         if fmt.codec is not None:
             try:
                 inner = Decompressed(stream, fmt.codec)
@@ -98,6 +115,10 @@ class Unpacker:
         if self.selection.hidden_member(name):
             return
         if self.selection.wanted(name):
+            kind = self._own_report(stream)
+            if kind:  # a report or baseline ddtriage wrote: its codes are not log lines
+                self.note(name, left_out_reason(kind))
+                return
             yield Leaf(name, stream, self._mtimes[-1])
         else:
             self.excluded += 1

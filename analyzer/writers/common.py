@@ -126,6 +126,7 @@ def inputs_line(analysis: Analysis) -> str:
     return (f"{plural(s.findings, 'finding')} ({s.unrecoverable} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
+            + (f"; {plural(len(set(i.notes)), 'note')} on inputs" if i.notes else "")
             + (f"; {plural(i.excluded, 'file or folder', 'files or folders')} left out by --include/--exclude"
                if i.excluded else "")
             + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))

@@ -96,6 +96,11 @@ def render(analysis: Analysis) -> str:
         out += ["## Skipped inputs", "", "| input | reason |", "|---|---|"]
         out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped]
         out.append("")
+    notes = analysis.inputs.to_dict().get("notes", [])
+    if notes:  # read in full with a caveat, or ddtriage's own report left out: no data lost
+        out += ["## Notes on inputs", "", "| input | note |", "|---|---|"]
+        out += [f"| {_cell(x['source'])} | {_cell(x['note'])} |" for x in notes]
+        out.append("")
     known = known_errors_lines(analysis)
     if known:
         out += ["## Known errors", ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]

@@ -91,6 +91,8 @@ def _lines(analysis: Analysis, width: int = WIDTH) -> str:
     out = _wrap("ddtriage: " + inputs_line(analysis), "", width)
     for skipped in analysis.inputs.to_dict()["skipped"]:
         out += _wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ", width)
+    for noted in analysis.inputs.to_dict().get("notes", []):  # read in full (or ddtriage's own report)
+        out += _wrap(f"note {noted['source']}: {noted['note']}", "  ", width)
     for line in known_errors_lines(analysis):
         out += _wrap(line.strip(), "    " if line.startswith(" ") else "", width)
     out += _recurring(analysis, width)  # across bundles: a few lines, then the incidents
