@@ -76,6 +76,7 @@ class Analysis:
     links: dict[str | None, NodeFacts] = field(default_factory=dict)  # what each node's logs say of its links
     # Lines around each incident lead, read back from the source (`-C N`): (source, line) -> lines
     context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
+    fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""

@@ -49,7 +49,7 @@ def _usage_line(result: subprocess.CompletedProcess) -> str:
 def test_an_output_name_that_names_no_format_is_a_usage_error(tmp_path, name):
     out = tmp_path / name
     line = _usage_line(_scan(str(SAMPLES), "-q", "-o", str(out)))
-    assert "names no report format" in line and "sarif" in line and "junit" in line, line
+    assert "cannot tell the format from the name" in line and "sarif" in line and "junit" in line, line
     assert not out.exists()
     # --format says what to write: then the name is the user's business
     given = _scan(str(SAMPLES), "-q", "--format", "json", "-o", str(out))
@@ -163,3 +163,67 @@ def test_inputs_read_with_a_caveat_are_notes_and_do_not_fail_strict(tmp_path):
     # data really not read still fails --strict
     (tmp_path / "enc.gz").write_bytes(b"\x1f\x8b\x08\x00junk")
     assert _scan(str(tmp_path / "enc.gz"), str(bzh), "-q", "--strict").returncode == 2
+
+
+# -- related (neighbour-only) errors in the CI formats (review D24) ---------------------------------
+
+NEIGHBOURS_ONLY = (  # a HCCL timeout (cann EI0006 + hccl 9), runtime 507046, HIXL 103901, MindIE: no LLM-DataDist code
+    "[ERROR] HCCL(377,ker):2025-11-12-03:40:05.501.002 [hccl_comm.cc:99] [60][HcclCommPrepare] ret[9] timeout, EI0006\n"
+    "[ERROR] RUNTIME(377,ker):2025-11-12-03:40:06.501.002 [stream.cc:99]60 StreamSync: runtime result = 507046\n"
+    "[ERROR] HIXL(1,python3):2025-11-12-03:40:05.000.000 [hixl.cc:10]2 Transfer: ErrorNo: 103901() transfer failed\n"
+    "[2025-11-12 03:40:09.000] [377] [377] [llm] [ERROR] [pd_link.cpp:88] : [MIE05E010019] pull kv failed\n"
+)
+RELATED = {("cann", "EI0006", 1), ("hccl", "9", 1), ("runtime", "507046", 2), ("hixl", "103901", 3),
+           ("mindie", "MIE05E010019", 4)}
+
+
+@pytest.fixture
+def neighbours(tmp_path):
+    path = tmp_path / "node-7" / "app.log"
+    path.parent.mkdir()
+    path.write_text(NEIGHBOURS_ONLY)
+    return path
+
+
+@pytest.mark.parametrize("fail_on", ["any", "related"])
+def test_related_errors_show_in_every_ci_format(neighbours, fail_on, tmp_path):
+    import json
+    import re
+    from xml.etree import ElementTree
+
+    out = tmp_path / "out"
+    out.mkdir()
+    names = {"github": "a.github.txt", "junit": "j.xml", "gitlab": "g.gitlab.json", "sarif": "s.sarif"}
+    result = _scan(str(neighbours), "-q", "--fail-on", fail_on, *[x for fmt, n in names.items()
+                                                                  for x in ("-o", f"{fmt}:{out / n}")])
+    assert result.returncode == (1 if fail_on == "related" else 0), result.stderr
+    failing = fail_on == "related"
+    # GitHub: one annotation each, on its file and line, at the level of the gate
+    commands = [ln for ln in (out / names["github"]).read_text().splitlines() if ln.startswith("::")]
+    got = set()
+    for ln in commands:
+        m = re.match(r"::(\w+) file=[^,]*app\.log,line=(\d+),title=ddtriage%3A related (\S+) error (\S+)", ln)
+        assert m and m.group(1) == ("error" if failing else "warning"), ln
+        got.add((m.group(3), m.group(4), int(m.group(2))))
+    assert got == RELATED and len(commands) == 5
+    # JUnit: a test case each; failures only when they fail the gate, else passing with system-out
+    suite = ElementTree.parse(out / names["junit"]).getroot()
+    cases = [c for c in suite.iter("testcase") if c.get("classname", "").startswith("related-")]
+    assert sorted(c.get("classname") for c in cases) == sorted(f"related-{f}" for f, _, _ in RELATED)
+    assert all((c.find("failure") is not None) == failing for c in cases)
+    assert all(c.find("system-out") is not None for c in cases if not failing)
+    assert int(suite.get("failures")) == (5 if failing else 0)
+    # GitLab: an issue each, unique fingerprints, minor (major when they fail the gate)
+    issues = json.loads((out / names["gitlab"]).read_text())
+    assert {(i["check_name"], i["location"]["lines"]["begin"]) for i in issues} == \
+        {(f"related-{f}", n) for f, _, n in RELATED}
+    assert len({i["fingerprint"] for i in issues}) == 5
+    assert {i["severity"] for i in issues} == {"major" if failing else "minor"}
+    # SARIF: a result each, under its family's rule, with a fingerprint
+    run = json.loads((out / names["sarif"]).read_text())["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert {(r["properties"]["family"], r["properties"]["code"], r["locations"][0]["physicalLocation"]["region"]
+             ["startLine"]) for r in run["results"]} == RELATED
+    assert all(rules[r["ruleIndex"]]["id"] == r["ruleId"] == f"related-{r['properties']['family']}"
+               for r in run["results"])
+    assert len({r["partialFingerprints"]["ddtriage/v1"] for r in run["results"]}) == 5

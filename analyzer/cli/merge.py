@@ -40,6 +40,7 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
         analysis = merge_parts(list(parts), load_rules(rules_dirs), warn)
     except DDTriageError as exc:
         fail(str(exc))
+    analysis.fail_on = fail_on
     for report in reports:
         _write(report, analysis)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)

@@ -68,5 +68,5 @@ def _check_name(raw: str, fmt: str | None, prefix: str | None) -> None:
                                f"a file name with a colon is written ./{raw}")
     ending = os.path.splitext(os.path.basename(raw))[1].lower()
     if ending and raw != "-" and format_for(raw) is None and not fmt:
-        raise click.UsageError(f"-o {raw}: {ending!r} names no report format; use a known ending, "
-                               f"FORMAT:{raw} or --format (formats: {known})")
+        raise click.UsageError(f"-o {raw}: cannot tell the format from the name ({ending!r} names none); write "
+                               f"it as FORMAT:{raw}, or give --format (formats: {known})")

@@ -156,6 +156,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         from ..readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
+    analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
         _write(report, analysis, color, no_pager)
     analysis.close()  # the findings' temporary files (the summary holds what the exit code needs)

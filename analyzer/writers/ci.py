@@ -17,6 +17,7 @@ from ..records import Finding
 
 if TYPE_CHECKING:
     from .. import Analysis
+    from ..observed import RelatedEvent
 
 TOOL_URI = "https://pypi.org/project/ddtriage/"
 
@@ -94,3 +95,59 @@ def rules_in_use(analysis: Analysis) -> Sequence[str]:
     """Every rule id of the rule set, plus any a finding names that the set lacks; sorted."""
     ids = {r.id for r in analysis.rules.rules} | {f.rule for f in analysis.findings}
     return sorted(ids)
+
+
+# -- related errors (neighbour families: runtime, HCCL, HIXL, MindIE, ...; no LLM-DataDist code) ----
+# They are shown in every CI format, as their own entries after the findings: a warning (GitHub,
+# SARIF), a minor issue (GitLab) or a passing JUnit case with the line in system-out; under
+# `--fail-on related`, where they fail the gate, an error, a major issue and a JUnit failure.
+
+
+@dataclass
+class RelatedGroup:
+    """The related errors of one family and code in one source, shown at the first."""
+
+    first: RelatedEvent
+    count: int = 0
+    lines: list[int] = field(default_factory=list)
+
+    def where(self, limit: int = 10) -> str:
+        shown = self.lines[:limit]
+        more = f" and {self.count - len(shown)} more" if self.count > len(shown) else ""
+        return f"line{'s' if self.count > 1 else ''} {', '.join(map(str, shown))}{more}"
+
+
+def related_groups(analysis: Analysis) -> list[RelatedGroup]:
+    """Related errors grouped by (family, code, source), in report order. None against a baseline:
+    a baseline records findings only, so a gate that reports what is new leaves them to the JSON report."""
+    if analysis.known_errors is not None and analysis.known_errors.baseline is not None:
+        return []
+    by_key: dict[tuple[str, str, str], RelatedGroup] = {}
+    for e in analysis.related:
+        g = by_key.setdefault((e.family, e.code, e.source), RelatedGroup(e))
+        g.count += 1
+        if len(g.lines) < KEEP:
+            g.lines.append(e.line)
+    return list(by_key.values())
+
+
+def related_fails(analysis: Analysis) -> bool:
+    """Whether related errors fail this run's gate (`--fail-on related`)."""
+    return analysis.fail_on == "related"
+
+
+def related_rule(e: RelatedEvent) -> str:
+    """The rule id a CI view files a related error under: `related-hccl`."""
+    return f"related-{e.family}"
+
+
+def related_headline(e: RelatedEvent) -> str:
+    """`related hccl error 9 (HCCL timeout)`."""
+    return f"related {e.family} error {e.code}" + (f" ({e.meaning})" if e.meaning else "")
+
+
+def related_message(g: RelatedGroup) -> str:
+    """What a CI view says of a related group: not a finding, why it is shown, and where."""
+    times = f" ({g.count} times, {g.where()})" if g.count > 1 else ""
+    return (f"{related_headline(g.first)}: not an LLM-DataDist code, but often the cause of one "
+            f"(fails the gate only with --fail-on related){times}: {g.first.text}")

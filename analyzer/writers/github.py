@@ -19,7 +19,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from . import safe
-from .ci import Group, groups, headline, level
+from .ci import (
+    Group,
+    RelatedGroup,
+    groups,
+    headline,
+    level,
+    related_fails,
+    related_groups,
+    related_headline,
+    related_message,
+)
 from .common import describe_api, describe_code, inputs_line, known_errors_lines, plural, recoverable_word
 
 if TYPE_CHECKING:
@@ -62,18 +72,29 @@ def _group_annotation(g: Group) -> str:
                       f"ddtriage: {headline(f)}")
 
 
+def _related_annotation(g: RelatedGroup, kind: str) -> str:
+    e = g.first
+    return annotation(kind, related_message(g), e.source, e.line, f"ddtriage: {related_headline(e)}")
+
+
 def write(analysis: Analysis, out: TextIO) -> None:
-    by_level: dict[str, list[Group]] = {"error": [], "warning": []}
+    # Per level: (annotation, findings, related errors); related groups after the findings, in the same cap.
+    by_level: dict[str, list[tuple[str, int, int]]] = {"error": [], "warning": []}
     for g in groups(analysis):
-        by_level[level(g.first.recoverable)].append(g)
+        by_level[level(g.first.recoverable)].append((_group_annotation(g), g.count, 0))
+    related_kind = "error" if related_fails(analysis) else "warning"
+    for r in related_groups(analysis):
+        by_level[related_kind].append((_related_annotation(r, related_kind), 0, r.count))
     for kind, found in by_level.items():
         shown = found if len(found) <= PER_LEVEL else found[:PER_LEVEL - 1]
-        for g in shown:
-            out.write(_group_annotation(g) + "\n")
+        for text, _, _ in shown:
+            out.write(text + "\n")
         if len(found) > len(shown):
             rest = found[len(shown):]
-            n = sum(g.count for g in rest)
-            out.write(annotation(kind, f"{plural(n, 'more finding')} in {plural(len(rest), 'more place')} not "
+            n, m = sum(x[1] for x in rest), sum(x[2] for x in rest)
+            what = " and ".join(([plural(n, "more finding")] if n else [])
+                                + ([plural(m, "more related error")] if m else []))
+            out.write(annotation(kind, f"{what} in {plural(len(rest), 'more place')} not "
                                  f"annotated (GitHub shows {PER_LEVEL} per level); see the step summary or the "
                                  "JSON report", title=f"ddtriage: {len(rest)} more") + "\n")
     # Skipped inputs are notices: a level of their own, so they take no finding's place.

@@ -9,7 +9,9 @@ the first issue of a fingerprint, and compares fingerprints between the merge re
 to tell new from fixed, so each issue's fingerprint is unique and stable across runs: a hash of
 the finding's fingerprint, its node and its rank among that fingerprint's groups on that node (no
 file name, line or time). Severity from recoverability: `critical` not recoverable, `major`
-unknown, `minor` recoverable.
+unknown, `minor` recoverable. Related errors (runtime, HCCL, HIXL, MindIE, ...; no LLM-DataDist
+code) are an issue each per family, code and file, after the findings: `minor`, or `major` under
+`--fail-on related`, with a fingerprint of family, code, node and rank (unique like the others).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .ci import groups, headline, stable_ids
+from .ci import groups, headline, related_fails, related_groups, related_message, related_rule, stable_ids
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -45,6 +47,18 @@ def build(analysis: Analysis) -> list[dict[str, Any]]:
             "severity": SEVERITY[f.recoverable],
             "categories": ["Bug Risk"],
             "location": {"path": f.source, "lines": {"begin": max(1, f.line)}},
+        })
+    related = related_groups(analysis)
+    related_ids = stable_ids((f"related\x1f{r.first.family}\x1f{r.first.code}", r.first.node) for r in related)
+    for r, uid in zip(related, related_ids, strict=True):
+        issues.append({
+            "type": "issue",
+            "description": related_message(r),
+            "check_name": related_rule(r.first),
+            "fingerprint": uid,
+            "severity": "major" if related_fails(analysis) else "minor",
+            "categories": ["Bug Risk"],
+            "location": {"path": r.first.source, "lines": {"begin": max(1, r.first.line)}},
         })
     return issues
 

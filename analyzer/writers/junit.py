@@ -12,6 +12,11 @@ fingerprint in one file) is a failed test case named after its file and first li
 remedy as the failure message and every line in the text. Jenkins and GitLab read one failure per
 test case, so a group per test case is what keeps every group visible. A rule without findings is
 one passing test case. Validated against the Jenkins xUnit plugin's JUnit schema in tests/schemas/.
+
+Related errors (runtime, HCCL, HIXL, MindIE, ...: no LLM-DataDist code) come after, one test case
+per family, code and file, classname `related-FAMILY`: a failure under `--fail-on related` (they
+fail the gate then), otherwise a passing case whose system-out holds the line, so the report
+shows them without turning a green build red.
 """
 
 from __future__ import annotations
@@ -20,7 +25,18 @@ from typing import TYPE_CHECKING, TextIO
 from xml.sax.saxutils import quoteattr
 
 from . import safe
-from .ci import Group, groups, headline, rules_in_use
+from .ci import (
+    Group,
+    RelatedGroup,
+    groups,
+    headline,
+    related_fails,
+    related_groups,
+    related_headline,
+    related_message,
+    related_rule,
+    rules_in_use,
+)
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -60,13 +76,23 @@ def _case(g: Group) -> str:
             f"    </testcase>\n")
 
 
+def _related_case(g: RelatedGroup, failing: bool) -> str:
+    e = g.first
+    head = f"    <testcase classname={_attr(related_rule(e))} name={_attr(f'{e.source}:{e.line}')}>\n"
+    if failing:
+        return (head + f"      <failure type={_attr(related_headline(e))} message={_attr(related_message(g))}>"
+                f"{_body(e.text)}</failure>\n    </testcase>\n")
+    return head + f"      <system-out>{_body(related_message(g))}</system-out>\n    </testcase>\n"
+
+
 def write(analysis: Analysis, out: TextIO) -> None:
     by_rule: dict[str, list[Group]] = {}
     for g in groups(analysis):
         by_rule.setdefault(g.first.rule, []).append(g)
     rule_ids = rules_in_use(analysis)
-    failures = sum(len(v) for v in by_rule.values())
-    tests = failures + sum(1 for r in rule_ids if r not in by_rule)
+    related, failing = related_groups(analysis), related_fails(analysis)
+    failures = sum(len(v) for v in by_rule.values()) + (len(related) if failing else 0)
+    tests = failures + sum(1 for r in rule_ids if r not in by_rule) + (0 if failing else len(related))
     counts = f'tests="{tests}" failures="{failures}" errors="0"'
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(f'<testsuites name="ddtriage" {counts}>\n')
@@ -78,6 +104,8 @@ def write(analysis: Analysis, out: TextIO) -> None:
             continue
         for g in sorted(found, key=lambda g: (g.first.source, g.first.line)):
             out.write(_case(g))
+    for r in related:
+        out.write(_related_case(r, failing))
     skipped = analysis.inputs.to_dict()["skipped"]
     if skipped:
         text = "\n".join(f"skipped {s['source']}: {s['reason']}" for s in skipped)

@@ -21,7 +21,19 @@ import os
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-from .ci import KEEP, TOOL_URI, groups, headline, level
+from ..fingerprint import fingerprint, message_template
+from .ci import (
+    KEEP,
+    TOOL_URI,
+    RelatedGroup,
+    groups,
+    headline,
+    level,
+    related_fails,
+    related_groups,
+    related_message,
+    related_rule,
+)
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -75,6 +87,32 @@ def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
     }
 
 
+def _related_rule(rule_id: str) -> dict[str, Any]:
+    family = rule_id.removeprefix("related-")
+    text = (f"A {family} error near the LLM-DataDist calls: not an LLM-DataDist code, but often the cause of "
+            "one. It fails the gate only with --fail-on related.")
+    return {"id": rule_id, "shortDescription": {"text": f"related {family} error"},
+            "fullDescription": {"text": text}, "help": {"text": text},
+            "defaultConfiguration": {"level": "warning"}, "properties": {"origin": "built-in", "related": True}}
+
+
+def _related_result(g: RelatedGroup, index: dict[str, int], failing: bool) -> dict[str, Any]:
+    e = g.first
+    rule = related_rule(e)
+    return {
+        "ruleId": rule,
+        "ruleIndex": index[rule],
+        "level": "error" if failing else "warning",
+        "message": {"text": related_message(g)},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": artifact_uri(e.source)},
+            "region": {"startLine": max(1, e.line)}}}],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(e.code, None, rule, message_template(e.text))},
+        "properties": {"code": e.code, "family": e.family, "meaning": e.meaning, "node": e.node,
+                       "timestamp": e.timestamp, "related": True},
+    }
+
+
 def build(analysis: Analysis) -> dict[str, Any]:
     """The SARIF log as data. With --baseline, results are `baselineState: new`; with
     --suppressions, hidden findings are results carrying their suppression and its reason (viewers
@@ -94,16 +132,22 @@ def build(analysis: Analysis) -> dict[str, Any]:
         until = f" (until {s.expires.isoformat()})" if s.expires else ""
         results.append(_result(f, index) | {"suppressions": [
             {"kind": "external", "status": "accepted", "justification": f"{s.describe()}: {s.reason}{until}"}]})
+    related = related_groups(analysis)  # after the findings, each under its family's rule (related-hccl, ...)
+    families = sorted({related_rule(r.first) for r in related})
+    index |= {rid: len(ids) + i for i, rid in enumerate(families)}
+    results += [_related_result(r, index, related_fails(analysis))
+                for r in related[:max(0, MAX_RESULTS - len(results))]]
     notes = [{"level": "warning", "message": {"text": f"skipped {s['source']}: {s['reason']}"}}
              for s in analysis.inputs.to_dict()["skipped"]]
-    left = total + len(hidden) - len(results)
+    left = total + len(hidden) + len(related) - len(results)
     if left > 0:
         notes.append({"level": "note", "message": {
             "text": f"{left} more findings not written (SARIF viewers keep {MAX_RESULTS}; "
                     f"each file lists at most {KEEP} of one fingerprint); see the JSON report"}})
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "ddtriage", "informationUri": TOOL_URI,
-                            "rules": [_rule(rid, analysis.rules.by_id.get(rid)) for rid in ids]}},
+                            "rules": [_rule(rid, analysis.rules.by_id.get(rid)) for rid in ids]
+                            + [_related_rule(rid) for rid in families]}},
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
         "results": results,
     }
