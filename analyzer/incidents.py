@@ -35,6 +35,7 @@ from .rules import RuleSet
 GAP_SECONDS = 0.5  # failures of linked nodes this close in time are one incident (a link failure
 #                    crosses to the other side within milliseconds)
 LEAD_BEFORE = 1.0  # a lower-level error this long before an incident's first finding may lead it
+FOLLOW_SECONDS = 10.0  # failures against the very peer an incident failed on, this soon after, follow from it
 STORM_SECONDS = 600.0  # a repeat of the same failures on the same nodes this soon continues an incident
 LLM_LEVEL, GENERIC_LEVEL = 2, 4  # lead ranks: neighbour families are 1 (below) or 3 (the application)
 NO_NODE = "(no node)"
@@ -203,14 +204,22 @@ def group_units(bursts: Sequence[Burst], related: Sequence[RelatedEvent], links:
 
 
 def _continue_storms(groups: list[_Group], bursts: Sequence[Burst]) -> list[_Group]:
-    """A later group that only repeats an earlier one's failures on its nodes continues it."""
+    """A later group on an earlier one's nodes continues it when it only repeats its failures (a
+    storm), or when, within seconds, the addresses its bursts name are ones the earlier group
+    already failed against (the pulls that fail with LLM_NOT_YET_LINK after the link to that peer
+    failed)."""
     out: list[_Group] = []
     for g in groups:
         fps = {fp for i in g.bursts for fp in bursts[i].fingerprints}
         nodes = {_node(bursts[i].node) for i in g.bursts}
+        peers = {p for i in g.bursts for p in bursts[i].peers if any(p)}
         for h in reversed(out):
             h_fps = {fp for i in h.bursts for fp in bursts[i].fingerprints}
-            if (fps and fps <= h_fps and nodes <= {_node(bursts[i].node) for i in h.bursts}
+            h_peers = {p for i in h.bursts for p in bursts[i].peers if any(p)}
+            same_failure = bool(fps) and fps <= h_fps
+            addrs, h_addrs = {a for _, a in peers if a}, {a for _, a in h_peers if a}
+            same_peer = bool(addrs) and addrs <= h_addrs and g.t0 - h.t1 <= FOLLOW_SECONDS
+            if ((same_failure or same_peer) and nodes <= {_node(bursts[i].node) for i in h.bursts}
                     and g.t0 - h.t1 <= STORM_SECONDS):
                 h.bursts += g.bursts
                 h.related += g.related
