@@ -11,11 +11,11 @@ bursts cost a thousand records and a few dozen groups. Trackers of disjoint sour
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from .incidents import BurstLinks
 from .records import Finding
 from .report import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
+from .timepolicy import seconds
 
 BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
 BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timestamps)
@@ -50,15 +50,6 @@ class _GroupAgg:
         if last and (self.last_seen is None or last > self.last_seen):
             self.last_seen = last
 
-
-
-def _seconds(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None
 
 
 class _OpenBurst:
@@ -148,20 +139,20 @@ class Bursts:
         # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
         thread = (f.source, f"{f.pod}/{f.pid}" if f.pod else f.pid, f.tid)
         current = self.open.get(thread)
-        seconds = _seconds(f.timestamp)
+        when = seconds(f.timestamp)
         if current is not None:
             t0 = current.last_seconds
-            gap_time = t0 is not None and seconds is not None and abs(seconds - t0) > BURST_SECONDS
+            gap_time = t0 is not None and when is not None and abs(when - t0) > BURST_SECONDS
             if f.line - current.last_line > BURST_LINES or gap_time:
                 self._close(thread)
                 current = None
         if current is None:
-            self.open[thread] = _OpenBurst(f, seconds)
+            self.open[thread] = _OpenBurst(f, when)
             start = self._thread_start.get(thread)
             if start is None:
                 self._thread_start[thread] = ((f.source, f.line, f.code), 0)
         else:
-            current.add(f, seconds)
+            current.add(f, when)
 
     def _close(self, thread: tuple[str, str | None, str | None]) -> None:
         first, n = self._thread_start[thread]

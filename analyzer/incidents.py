@@ -23,7 +23,6 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from .linkfacts import NodeFacts, addr_ip
@@ -31,6 +30,7 @@ from .observed import RelatedEvent
 from .records import Finding
 from .report import Burst, Incident, IncidentLead
 from .rules import RuleSet
+from .timepolicy import seconds
 
 GAP_SECONDS = 0.5  # failures of linked nodes this close in time are one incident (a link failure
 #                    crosses to the other side within milliseconds)
@@ -73,15 +73,6 @@ class BurstLinks:
                 "peers": tuple(self.peers),
                 "counts": tuple(sorted(((name, api, n) for (name, api), n in self.by_code.items()),
                                        key=lambda c: (-c[2], c[0], c[1] or "")))}
-
-
-def seconds(ts: str | None) -> float | None:
-    if not ts:
-        return None
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:
-        return None
 
 
 def order_time(ts: str | None) -> float:

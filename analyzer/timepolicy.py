@@ -44,6 +44,13 @@ def parse_ts(ts: str | None) -> datetime | None:
         return None
 
 
+def seconds(ts: str | None) -> float | None:
+    """An ISO timestamp as seconds since the epoch (zone-less stamps read as UTC, so gaps and
+    order never depend on the machine's zone); None when there is none or it does not parse."""
+    when = parse_ts(ts)
+    return when.replace(tzinfo=UTC).timestamp() if when is not None else None
+
+
 def parse_tz(text: str) -> tzinfo:
     """A zone for --tz: `UTC`, `Z`, `+08:00`, `-0530`, or an IANA name (`Asia/Shanghai`)."""
     value = text.strip()
