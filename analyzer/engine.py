@@ -55,6 +55,7 @@ class Engine:
     tz: tzinfo | None = None  # --tz: the zone of zone-less stamps
     prefilter_engine: str = "auto"  # auto | hyperscan | find
     node: str | None = None  # --node: the node of logs whose path names none
+    fact_tier: bool = True  # False: lines with fact literals only take the full path too (tests compare)
     progress: Progress = field(default_factory=Progress)
     matcher: CodeMatcher = field(init=False)
     neighbours: NeighbourMatcher = field(init=False)
@@ -72,9 +73,12 @@ class Engine:
         self.observer = LineObserver(self.linkfacts, self.neighbours)
         # Neighbour errors are reported on their own and link facts come from INFO lines, so both
         # families of literals join the code literals: one prefilter pass still finds them all.
-        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals),
-                          *self.linkfacts.raw_literals)
-        self.prefilter = Prefilter(self._literals, self.prefilter_engine)
+        # Lines with link-fact literals only are the second tier: read for their facts, cheaply.
+        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals))
+        self._fact_literals = self.linkfacts.raw_literals
+        if not self.fact_tier:
+            self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
+        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals)
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
@@ -161,9 +165,12 @@ class Engine:
                 stream = cast(BinaryIO, rejoined)
             if unwrapper.prefilter:
                 prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
-                    self._literals, self.prefilter_engine, unwrapper.prefilter)
+                    self._literals, self.prefilter_engine, unwrapper.prefilter, self._fact_literals)
                 self._prefilters[unwrapper.name] = prefilter
         for cand in scan_stream(stream, prefilter, counts, history=history):
+            if unwrapper is None and cand.facts_only and b"\x1b" not in cand.raw:
+                self.observer.facts_only(state, cand, self.node)  # no code, no neighbour error
+                continue
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)

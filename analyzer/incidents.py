@@ -20,7 +20,7 @@ cost does not grow with a storm of findings.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,12 +165,22 @@ def group_units(bursts: Sequence[Burst], related: Sequence[RelatedEvent], links:
         return i
 
     timed = sorted((i for i in range(len(spans)) if spans[i][0] != math.inf), key=lambda i: (spans[i][0], i))
-    for k, j in enumerate(timed):
-        for i in reversed(timed[:k]):
-            if spans[j][0] - spans[i][0] > STORM_SECONDS:
-                break
-            if spans[j][0] <= spans[i][1] + GAP_SECONDS and links.linked(nodes[i], nodes[j]):
-                parent[find(j)] = find(i)
+    # A unit joins every earlier one, started at most STORM_SECONDS before it, that ended at most
+    # GAP_SECONDS before it started, on a linked node. Those of one node are already joined to
+    # each other (each joined the one before it), so the one that ended last stands for them all:
+    # per node, a sliding-window maximum of the end time (a deque), not a scan of the window.
+    latest: dict[str, deque[int]] = {}
+    for j in timed:
+        start = spans[j][0]
+        for node, window in latest.items():
+            while window and start - spans[window[0]][0] > STORM_SECONDS:
+                window.popleft()
+            if window and start <= spans[window[0]][1] + GAP_SECONDS and links.linked(node, nodes[j]):
+                parent[find(j)] = find(window[0])
+        window = latest.setdefault(nodes[j], deque())
+        while window and spans[window[-1]][1] <= spans[j][1]:
+            window.pop()
+        window.append(j)
     untimed: dict[str, int] = {}
     for i in range(len(bursts)):
         if spans[i][0] == math.inf:  # no time at all: one group per node

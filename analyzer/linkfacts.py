@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import regex
+
 from .catalog import read_yaml
 from .errors import RuleError
 
@@ -32,7 +34,7 @@ class FactPattern:
 
     id: str
     literals: tuple[str, ...]
-    patterns: tuple[re.Pattern[str], ...]
+    patterns: tuple[regex.Pattern[str], ...]
     values: dict[str, str]
     match: tuple[tuple[str, str], ...] = ()  # (line, expected value)
     no_match: tuple[str, ...] = ()
@@ -62,26 +64,16 @@ class LinkFactMatcher:
         # What the scanner's prefilter looks for: facts printed on every request are not among them.
         self.raw_literals = tuple(dict.fromkeys(
             lit.encode() for k in kinds for lit in (k.literals if k.scan is None else k.scan)))
-        # One pass finds which literals a line holds (longest first, so none hides another).
-        ordered = sorted(self.literals, key=len, reverse=True)
-        self._present = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
         self._raw_present = re.compile(b"|".join(map(re.escape, every)))
-        self._sets = [frozenset(k.literals) for k in kinds]
-        # A literal found also stands for the shorter literals inside it ("cluster_id" -> "luster").
-        self._implied = {lit: frozenset(x for x in self.literals if x in lit) for lit in self.literals}
 
     def find(self, line: str) -> list[Fact]:
         """[(kind, value)] on one line, in the order of the kinds."""
-        if self._present is None:
-            return []
-        found = set(self._present.findall(line))
-        if not found:
-            return []
-        present = set().union(*(self._implied[lit] for lit in found))
         out = []
-        for kind, wanted in zip(self.kinds, self._sets, strict=True):
-            if present & wanted:
+        holds = line.__contains__
+        for kind in self.kinds:
+            # `in` per literal (a C search each) beats one alternation regex over the line.
+            if any(map(holds, kind.literals)):
                 value = kind.find(line)
                 if value is not None:
                     out.append((kind.id, value))
@@ -132,8 +124,10 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
     patterns = []
     for text in raw.get("patterns") or []:
         try:
-            patterns.append(re.compile(str(text)))
-        except re.error as exc:
+            # `regex`, not `re`: it finds a case-free literal prefix (`(?i)\bremote ...`) by
+            # searching for it, where `re` tries every position (10x slower on these lines).
+            patterns.append(regex.compile(str(text)))
+        except regex.error as exc:
             raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
     if not patterns:
         raise RuleError(f"{where}: needs at least one pattern")

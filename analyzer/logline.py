@@ -133,6 +133,13 @@ def parse_header(line: str, year: Year = None) -> Header:
     return Header(None, None, None, None, None, pos, pos)
 
 
+def header_pid(line: str, year: Year = None) -> str | None:
+    """`parse_header(line, year).pid`, without building the rest of a plog header."""
+    pos = len(line) - len(line.lstrip("\x00 \t\ufeff"))
+    m = _PLOG.match(line, pos)
+    return m.group("pid") if m else parse_header(line, year).pid
+
+
 def _plog_header(line: str, m: re.Match, start: int) -> Header:
     ms, us = m.group("ms"), m.group("us")
     frac = (ms.ljust(3, "0") + (us or "").ljust(3, "0")) if ms else None

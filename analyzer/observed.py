@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from .linkfacts import Fact, LinkFactMatcher, NodeFacts
-from .logline import record_headers
+from .logline import header_pid, record_headers
 
 if TYPE_CHECKING:
     from .envelopes import Record
@@ -170,6 +170,20 @@ class LineObserver:
 
     def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
         self.linkfacts, self.neighbours = linkfacts, neighbours
+
+    def facts_only(self, state: StreamView, cand: Candidate, default_node: str | None) -> None:
+        """Note the link facts of a plain line that holds fact literals only (no code, no
+        neighbour error): what `line` does for it, without what only a finding needs."""
+        text = cand.text()
+        facts = self.linkfacts.find(text)
+        if not facts:
+            return
+        pid = header_pid(text, state.year) or state.layout.pid
+        node = node_of(state.layout, None, state.layout.pod, default_node)
+        state.observed.note_facts(node, facts, pid)
+        mine = state.recent.setdefault(process_key(state.layout, None, pid), {})
+        for kind, value in facts:
+            mine[kind] = (value, cand.line_no)
 
     def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,

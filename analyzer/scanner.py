@@ -49,6 +49,7 @@ class Candidate:
     _buf: bytes
     _start: int  # where this line starts in _buf
     _first_line_no: int  # line number of the first complete line in _buf
+    facts_only: bool = False  # holds fact literals only (the prefilter's second tier)
 
     def text(self) -> str:
         return decode(self.raw)
@@ -102,62 +103,76 @@ class Candidate:
 class Prefilter:
     """Finds the start offsets of lines that hold any of the literals (or match any of the few
     extra `patterns`, regular expressions for what a literal cannot say, such as JSON's free
-    whitespace in `"MESSAGE" : [`)."""
+    whitespace in `"MESSAGE" : [`).
 
-    def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = ()):
+    `fact_literals` make a line a candidate of the second tier: one read only for the link facts
+    it states. Such lines are frequent in a busy connector log, so the engine gives them a path of
+    their own, far cheaper than a line that may hold a code; a line holding both is a full one."""
+
+    def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = (),
+                 fact_literals: Sequence[bytes] = ()):
         self.literals = tuple(dict.fromkeys(literals))
         self.patterns = tuple(dict.fromkeys(patterns))
+        self.fact_literals = tuple(lit for lit in dict.fromkeys(fact_literals) if lit not in self.literals)
         self._regexes = [re.compile(p) for p in self.patterns]
         self.engine = "hyperscan" if engine in ("auto", "hyperscan") and _hyperscan else "find"
         if engine == "hyperscan" and not _hyperscan:
             raise RuntimeError("hyperscan is not installed")
         self._db = None
+        self._full_ids = len(self.literals) + len(self.patterns)  # ids below this: full candidates
         if self.engine == "hyperscan" and _hyperscan is not None:
             db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
-            expressions = [_hs_escape(lit) for lit in self.literals] + list(self.patterns)
+            expressions = ([_hs_escape(lit) for lit in self.literals] + list(self.patterns)
+                           + [_hs_escape(lit) for lit in self.fact_literals])
             db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
             self._db = db
 
     def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
-        """Sorted, unique start offsets of candidate lines within buf[begin:end]."""
-        hits: set[int] = set()
-        if self._db is not None:
-            positions: list[int] = []
+        """Sorted, unique start offsets of candidate lines within buf[begin:end] (either tier)."""
+        return self.tiers(buf, begin, end)[0]
 
-            def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-                positions.append(to)
+    def tiers(self, buf: bytes, begin: int, end: int) -> tuple[list[int], set[int]]:
+        """(sorted start offsets of every candidate line in buf[begin:end], the starts of those
+        that hold fact literals only)."""
+        full: set[int] = set()
+        facts: set[int] = set()
+        if self._db is not None:
+            hits: list[tuple[int, int]] = []
+            full_ids = self._full_ids
+
+            def on_match(id_: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+                hits.append((to, id_))
                 return None
 
             # Scanning the whole buffer avoids copying the region; matches in the history part
             # (before `begin`) or past `end` are dropped below.
             self._db.scan(buf, match_event_handler=on_match)
-            seen_until = -1
-            for to in sorted(positions):
-                pos = to - 1
-                if pos < begin or to > end:
-                    continue
-                if pos <= seen_until:
-                    continue
-                start = buf.rfind(b"\n", begin, pos) + 1
-                if start < begin:
-                    start = begin
-                hits.add(start)
-                nl = buf.find(b"\n", pos, end)
-                seen_until = end if nl == -1 else nl
-            return sorted(hits)
-        for lit in self.literals:
-            pos = buf.find(lit, begin, end)
-            while pos != -1:
-                start = buf.rfind(b"\n", begin, pos) + 1
-                hits.add(max(start, begin))
-                nl = buf.find(b"\n", pos, end)
-                if nl == -1:
-                    break
-                pos = buf.find(lit, nl + 1, end)
-        for regex in self._regexes:
-            for m in regex.finditer(buf, begin, end):
-                hits.add(max(buf.rfind(b"\n", begin, m.start()) + 1, begin))
-        return sorted(hits)
+            for tier, wanted in ((full, True), (facts, False)):
+                seen_until = -1
+                for to in sorted(to for to, id_ in hits if (id_ < full_ids) is wanted):
+                    pos = to - 1
+                    if pos < begin or to > end or pos <= seen_until:
+                        continue
+                    start = max(buf.rfind(b"\n", begin, pos) + 1, begin)
+                    tier.add(start)
+                    nl = buf.find(b"\n", pos, end)
+                    seen_until = end if nl == -1 else nl
+        else:
+            for tier, literals in ((full, self.literals), (facts, self.fact_literals)):
+                for lit in literals:
+                    pos = buf.find(lit, begin, end)
+                    while pos != -1:
+                        start = buf.rfind(b"\n", begin, pos) + 1
+                        tier.add(max(start, begin))
+                        nl = buf.find(b"\n", pos, end)
+                        if nl == -1:
+                            break
+                        pos = buf.find(lit, nl + 1, end)
+            for regex in self._regexes:
+                for m in regex.finditer(buf, begin, end):
+                    full.add(max(buf.rfind(b"\n", begin, m.start()) + 1, begin))
+        facts -= full
+        return sorted(full | facts), facts
 
 
 def _hs_escape(literal: bytes) -> bytes:
@@ -235,7 +250,7 @@ def _fragment_cut(buf: bytes, begin: int, prefilter: Prefilter) -> int:
     whole in the next fragment, with its context; nothing is scanned twice)."""
     cut = len(buf) - FRAGMENT_TAIL
     window = max(begin, cut - FRAGMENT_TAIL)
-    for literal in prefilter.literals:
+    for literal in (*prefilter.literals, *prefilter.fact_literals):
         at = buf.find(literal, window)
         if at != -1:
             cut = min(cut, at - CODE_CONTEXT)
@@ -268,7 +283,8 @@ def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no:
         import numpy as np
 
         searchsorted = np.searchsorted
-    for start in prefilter.line_starts(buf, begin, end):
+    starts, facts_only = prefilter.tiers(buf, begin, end)
+    for start in starts:
         if searchsorted is not None and newlines is not None:
             number = line_no + int(searchsorted(newlines, start - begin))
         else:
@@ -276,4 +292,4 @@ def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no:
             counted_to, number = start, line_no
         nl = buf.find(b"\n", start, end)
         raw = buf[start:end if nl == -1 else nl]
-        yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no)
+        yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no, start in facts_only)

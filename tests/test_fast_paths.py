@@ -1,0 +1,52 @@
+"""The scan's fast paths give what the straightforward path gives, report for report.
+
+The prefilter's second tier sends lines that hold link-fact literals only down a cheap path (no
+code search, no neighbour families, no finding context). Here every corpus with hand-written
+answer keys, the sample logs and a generated connector log full of fact lines are scanned both
+ways; the JSON reports (findings, link facts, related errors, incidents) must be identical.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+from analyzer import api
+from analyzer.engine import Engine
+from analyzer.writers import render_report
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPORA = ["sample_logs", "tests/data/envelopes", "tests/data/fleets", "tests/data/unseen", "tests/data/baseline"]
+
+
+def _report(paths: list[str], fact_tier: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    def factory(self: api.Options, rules):  # noqa: ANN001 - the Options method's own signature
+        return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year, tz=self.tz,
+                       prefilter_engine=self.prefilter, node=self.node, fact_tier=fact_tier)
+
+    monkeypatch.setattr(api.Options, "engine_factory", factory)
+    return render_report("json", api.analyze(paths, jobs=1))
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_fact_tier_changes_nothing_on_the_corpora(corpus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = ROOT / corpus
+    if not path.exists():
+        pytest.skip(f"{corpus} not in this checkout")
+    fast = _report([str(path)], True, monkeypatch)
+    assert fast == _report([str(path)], False, monkeypatch)
+    assert '"findings"' in fast
+
+
+def test_fact_tier_changes_nothing_on_a_connector_log_full_of_facts(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_plog
+
+    log = tmp_path / "dense.log"
+    gen_plog.generate(str(log), 1 << 20, "dense")
+    fast = _report([str(log)], True, monkeypatch)
+    assert fast == _report([str(log)], False, monkeypatch)
+    assert '"remote_clusters": [' in fast and '"listen": [' in fast  # the fact lines were read
