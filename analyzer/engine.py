@@ -167,10 +167,9 @@ class Engine:
                 prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
                     self._literals, self.prefilter_engine, unwrapper.prefilter, self._fact_literals)
                 self._prefilters[unwrapper.name] = prefilter
-        for cand in scan_stream(stream, prefilter, counts, history=history):
-            if unwrapper is None and cand.facts_only and b"\x1b" not in cand.raw:
-                self.observer.facts_only(state, cand, self.node)  # no code, no neighbour error
-                continue
+        # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
+        facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
+        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts):
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
@@ -185,6 +184,12 @@ class Engine:
             yield from found
         if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
             counts.bytes += rejoined.consumed - rejoined.produced
+
+    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes) -> None:
+        text = decode(raw)
+        if "\x1b" in text:
+            text = clean(text)
+        self.observer.facts_only(state, self.node, line_no, text)
 
     def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
         """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the

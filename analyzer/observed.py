@@ -171,10 +171,9 @@ class LineObserver:
     def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
         self.linkfacts, self.neighbours = linkfacts, neighbours
 
-    def facts_only(self, state: StreamView, cand: Candidate, default_node: str | None) -> None:
+    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str) -> None:
         """Note the link facts of a plain line that holds fact literals only (no code, no
         neighbour error): what `line` does for it, without what only a finding needs."""
-        text = cand.text()
         facts = self.linkfacts.find(text)
         if not facts:
             return
@@ -183,7 +182,7 @@ class LineObserver:
         state.observed.note_facts(node, facts, pid)
         mine = state.recent.setdefault(process_key(state.layout, None, pid), {})
         for kind, value in facts:
-            mine[kind] = (value, cand.line_no)
+            mine[kind] = (value, line_no)
 
     def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,

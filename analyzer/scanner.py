@@ -8,7 +8,7 @@ fragments that keep their line number, so a hit after megabytes of junk is still
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -185,13 +185,18 @@ class ScanCounts:
     bytes: int = 0
 
 
+FactSink = Callable[[int, bytes], None]  # (line number, raw line) of a line with fact literals only
+
+
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
-                max_line: int = MAX_LINE, history: bytes = b"") -> Iterator[Candidate]:
+                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None
+                ) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
-    byte range gets the bytes before its start. `counts` is updated as bytes and lines are
-    consumed, so a caller that stops early (or a read error mid-stream) still knows what was read.
+    byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
+    there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
+    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read error mid-stream) still knows what was read.
     """
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
@@ -218,14 +223,14 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
             # code (with the words before it) can straddle the cut, so each is seen once, whole.
             cut = _fragment_cut(buf, begin, prefilter)
             fragment = buf[begin:cut]
-            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, None)
+            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, None, facts)
             offset += len(fragment)
             pending, history = buf[cut:], b""
             continue
         end = cut + 1
         newlines = _newline_index(buf, begin, end)
         first_line_no = line_no - history.count(b"\n")
-        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, newlines)
+        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, newlines, facts)
         counts.lines += len(newlines)
         line_no += len(newlines)
         offset += end - begin
@@ -234,7 +239,7 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
     if pending:
         buf = history + pending
         yield from _candidates(buf, len(history), len(buf), prefilter, line_no,
-                               line_no - history.count(b"\n"), offset, None)
+                               line_no - history.count(b"\n"), offset, None, facts)
         counts.lines += 1  # a final line without a newline (or cut by a break) still counts
     if failure is not None:
         raise failure
@@ -274,22 +279,31 @@ def _tail_lines(buf: bytes, begin: int, end: int) -> bytes:
 
 
 def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no: int, first_line_no: int,
-                offset: int, newlines: np.ndarray | None) -> Iterator[Candidate]:
+                offset: int, newlines: np.ndarray | None, facts: FactSink | None) -> Iterator[Candidate]:
     """Candidates in buf[begin:end] (buf[:begin] is history). `offset` is the stream offset of
     buf[begin]; `newlines` the newline offsets of the region when known."""
-    counted_to = begin
-    searchsorted = None
+    starts, facts_only = prefilter.tiers(buf, begin, end)
+    if not starts:
+        return
     if newlines is not None:
         import numpy as np
 
-        searchsorted = np.searchsorted
-    starts, facts_only = prefilter.tiers(buf, begin, end)
-    for start in starts:
-        if searchsorted is not None and newlines is not None:
-            number = line_no + int(searchsorted(newlines, start - begin))
-        else:
+        # every candidate's line number in one vectorised call
+        numbers = (np.searchsorted(newlines, np.array(starts) - begin) + line_no).tolist()
+    else:
+        numbers = []
+        counted_to = begin
+        for start in starts:
             line_no += buf.count(b"\n", counted_to, start)
-            counted_to, number = start, line_no
+            counted_to = start
+            numbers.append(line_no)
+    for start, number in zip(starts, numbers, strict=True):
         nl = buf.find(b"\n", start, end)
         raw = buf[start:end if nl == -1 else nl]
-        yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no, start in facts_only)
+        if start in facts_only:
+            if facts is not None:
+                facts(number, raw)
+                continue
+            yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no, True)
+        else:
+            yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no)
