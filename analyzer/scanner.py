@@ -196,7 +196,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
     byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
-    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read error mid-stream) still knows what was read.
+    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
+    error mid-stream) still knows what was read.
     """
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
