@@ -18,6 +18,7 @@ from .streams import PIECE, Reader
 # A decompressor object: `decompress(data[, max_length])`, `eof`, `unused_data`, and, for some,
 # `unconsumed_tail`, `needs_input`, `flush()`. Typed loosely: zstandard and ISA-L ship no stubs.
 Decompressor = Any
+WIDE_FEED = 1 << 20  # compressed bytes per call when read ahead in a thread (`widen`)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class Decompressed(io.RawIOBase):
         self.raw = raw
         self.codec = codec
         self.consumed = 0  # compressed bytes read, for the ratio check
+        self.feed = codec.feed
         self._obj: Decompressor = codec.new()
         self._input = b""
         self._flushed = False
@@ -54,7 +56,7 @@ class Decompressed(io.RawIOBase):
         return True
 
     def _feed(self) -> bytes:
-        data: bytes = self.raw.read(self.codec.feed) or b""
+        data: bytes = self.raw.read(self.feed) or b""
         self.consumed += len(data)
         return data
 
@@ -110,6 +112,12 @@ class Decompressed(io.RawIOBase):
                 self._capped = len(out) >= size
             if out:
                 return out
+
+    def widen(self) -> None:
+        """Feed more per call (1 MiB), for a reader in another thread: each call then inflates
+        megabytes without the GIL. Only where the output per call is capped (not zstd's)."""
+        if self.codec.bounded:
+            self.feed = max(self.feed, WIDE_FEED)
 
     def leftover(self) -> bytes:
         """Bytes read past the end of a single deflate stream."""

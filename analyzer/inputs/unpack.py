@@ -16,10 +16,12 @@ from .formats import HEAD, detect, lookalike
 from .names import printable
 from .own import HEAD as OWN_HEAD
 from .own import left_out_reason, own_document
+from .readahead import ReadAhead
 from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 MAX_DEPTH = 8
+READ_AHEAD = True  # inflate a compressed file in a background thread (tests turn it off to compare)
 
 
 class Unpacker:
@@ -105,7 +107,10 @@ class Unpacker:
             except LimitExceeded as exc:  # e.g. the codec's library is not installed
                 self.skip(name, str(exc))
                 return
-            yield from self._expand(name, SafeStream(inner, budget, lambda: inner.consumed), budget, depth + 1, None)
+            # The file's own compression is inflated ahead in a thread (a big .gz: decompression
+            # and scanning overlap). Not a nested layer: one thread per input is enough.
+            layer: Reader = ReadAhead(inner, inner.widen) if depth == 0 and READ_AHEAD else inner
+            yield from self._expand(name, SafeStream(layer, budget, lambda: inner.consumed), budget, depth + 1, None)
             return
         if fmt.walk is not None:
             yield from fmt.walk(self, name, stream, budget, depth, path)
