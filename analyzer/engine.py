@@ -189,7 +189,7 @@ class Engine:
         text = decode(raw)
         if "\x1b" in text:
             text = clean(text)
-        self.observer.facts_only(state, self.node, line_no, text)
+        self.observer.facts_only(state, self.node, line_no, text, raw)
 
     def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
         """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the

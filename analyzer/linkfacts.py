@@ -66,9 +66,20 @@ class LinkFactMatcher:
             lit.encode() for k in kinds for lit in (k.literals if k.scan is None else k.scan)))
         every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
         self._raw_present = re.compile(b"|".join(map(re.escape, every)))
+        self._screen: _Screen | None | bool = False  # built on first use (False: not yet)
 
-    def find(self, line: str) -> list[Fact]:
-        """[(kind, value)] on one line, in the order of the kinds."""
+    def find(self, line: str, raw: bytes | None = None) -> list[Fact]:
+        """[(kind, value)] on one line, in the order of the kinds (`raw`: the line's bytes, when
+        the caller has them)."""
+        if self._screen is False:
+            self._screen = _Screen.build(self.kinds)  # ~0.1 s: not paid by a scan that reads no fact line
+        if isinstance(self._screen, _Screen) and line.isascii():
+            # the bytes must be the text's own (decoding drops NUL padding and a CR)
+            return self._screen.find(line, raw if raw is not None and len(raw) == len(line) else line.encode())
+        return self.find_plainly(line)
+
+    def find_plainly(self, line: str) -> list[Fact]:
+        """`find` with nothing but the patterns (the reference the screened path must equal)."""
         out = []
         holds = line.__contains__
         for kind in self.kinds:
@@ -146,6 +157,79 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
     return FactPattern(raw["id"], tuple(literals), tuple(patterns),
                        {str(k).lower(): str(v) for k, v in values.items()},
                        tuple((m[0], m[1]) for m in match), tuple(no_match), None if scan is None else tuple(scan))
+
+
+class _Screen:
+    """One hyperscan pass over a line tells which kinds' literals and which patterns are on it,
+    so that only patterns known to match are run in Python (5 to 10 times fewer searches on a
+    busy connector log's lines). For ASCII lines only: there, a pattern matches under hyperscan
+    exactly when it matches under `regex` (a test holds this on every corpus line)."""
+
+    def __init__(self, db: Any, kinds: list[FactPattern], literal_ids: list[frozenset[int]],
+                 pattern_ids: list[tuple[int | None, ...]]) -> None:
+        self.db, self.kinds, self.pattern_ids = db, kinds, pattern_ids
+        self.kind_of = {i: k for k, ids in enumerate(literal_ids) for i in ids}  # literal id -> kind
+
+    @classmethod
+    def build(cls, kinds: list[FactPattern]) -> _Screen | None:
+        try:
+            import hyperscan
+        except ImportError:  # pragma: no cover - depends on the platform
+            return None
+        expressions: list[bytes] = []
+        literal_ids, pattern_ids = [], []
+        for kind in kinds:
+            ids = set()
+            for lit in kind.literals:
+                ids.add(len(expressions))
+                expressions.append(b"".join(b"\\x%02x" % b for b in lit.encode()))
+            literal_ids.append(frozenset(ids))
+            pids: list[int | None] = []
+            for pattern in kind.patterns:
+                translated = regex.sub(r"\(\?P<\w+>", "(", pattern.pattern).encode()
+                if _compiles(hyperscan, translated):
+                    pids.append(len(expressions))
+                    expressions.append(translated)
+                else:
+                    pids.append(None)  # always run in Python
+            pattern_ids.append(tuple(pids))
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=expressions, ids=list(range(len(expressions))),
+                   flags=[hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY] * len(expressions))
+        return cls(db, kinds, literal_ids, pattern_ids)
+
+    def find(self, line: str, raw: bytes) -> list[Fact]:
+        found: set[int] = set()
+        self.db.scan(raw, match_event_handler=lambda i, _f, _t, _fl, _c: found.add(i))
+        out = []
+        for k in sorted({self.kind_of[i] for i in found if i in self.kind_of}):  # kinds whose literal is there
+            kind = self.kinds[k]
+            for pattern, pid in zip(kind.patterns, self.pattern_ids[k], strict=True):
+                if pid is not None and pid not in found:
+                    continue
+                m = pattern.search(line)
+                value = _value_of(m.groupdict()) if m else None
+                if value:
+                    out.append((kind.id, kind.values.get(value.lower(), value)))
+                    break
+        return out
+
+
+def _compiles(hyperscan: Any, expression: bytes) -> bool:
+    try:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[expression], ids=[0], flags=[hyperscan.HS_FLAG_SINGLEMATCH])
+    except Exception:  # noqa: BLE001 - hyperscan's own error: a construct it lacks
+        return False
+    return True
+
+
+def _value_of(groups: dict[str, str | None]) -> str | None:
+    """A match's fact as `FactPattern.find` takes it: `value`, else `ip:port`."""
+    value, ip, port = groups.get("value"), groups.get("ip"), groups.get("port")
+    if value is None and ip and port:
+        return f"{ip}:{port}"
+    return value
 
 
 def addr_ip(addr: str) -> str:

@@ -171,10 +171,10 @@ class LineObserver:
     def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
         self.linkfacts, self.neighbours = linkfacts, neighbours
 
-    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str) -> None:
+    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes) -> None:
         """Note the link facts of a plain line that holds fact literals only (no code, no
         neighbour error): what `line` does for it, without what only a finding needs."""
-        facts = self.linkfacts.find(text)
+        facts = self.linkfacts.find(text, raw)
         if not facts:
             return
         pid = header_pid(text, state.year) or state.layout.pid
@@ -188,7 +188,7 @@ class LineObserver:
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,
              default_node: str | None) -> tuple[Fact, ...]:
         """Note one line's facts and related errors; return the link facts a finding on it carries."""
-        facts = self.linkfacts.find(text) if self.linkfacts.maybe_in(raw) else []
+        facts = self.linkfacts.find(text, raw) if self.linkfacts.maybe_in(raw) else []
         families = self.neighbours.families_in(raw)
         if not facts and not families:
             if not state.recent:

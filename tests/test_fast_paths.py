@@ -50,3 +50,28 @@ def test_fact_tier_changes_nothing_on_a_connector_log_full_of_facts(tmp_path: Pa
     fast = _report([str(log)], True, monkeypatch)
     assert fast == _report([str(log)], False, monkeypatch)
     assert '"remote_clusters": [' in fast and '"listen": [' in fast  # the fact lines were read
+
+
+def test_screened_link_facts_equal_the_patterns_alone_on_every_line(tmp_path: Path) -> None:
+    """The hyperscan screen only skips patterns that cannot match: on every line of the corpora,
+    of the sample logs, of the link-fact examples and of a generated connector log, `find` gives
+    what the patterns alone give."""
+    from analyzer.rules import RuleSet
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_plog
+
+    matcher = RuleSet.load().linkfacts
+    log = tmp_path / "dense.log"
+    gen_plog.generate(str(log), 1 << 20, "dense")
+    lines = [line for kind in matcher.kinds for line, _ in kind.match] + [
+        line for kind in matcher.kinds for line in kind.no_match]
+    files = [log] + [p for corpus in CORPORA for p in sorted((ROOT / corpus).rglob("*")) if p.is_file()]
+    for path in files:
+        lines += path.read_bytes().decode("utf-8", "replace").splitlines()
+    with_facts = 0
+    for line in lines:
+        expected = matcher.find_plainly(line)
+        assert matcher.find(line) == expected, line
+        with_facts += bool(expected)
+    assert with_facts > 1000  # the lines did hold facts
