@@ -222,7 +222,8 @@ class Engine:
                 lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
                 raw = text.encode("utf-8", "replace")
                 link = self.observer.line(state, cand, text, raw, lookback, record, self.node)
-                hits = self.matcher.find(text)  # once: on a long joined line it is the scan's main cost
+                # once: on a long joined line it is the scan's main cost (none on a line of fact literals only)
+                hits = self.matcher.find(text) if not cand.facts_only else []
                 if hits:
                     found.extend(self._line(state, cand, text, lookback, record, link, hits))
                 done.append((record.pod, text))

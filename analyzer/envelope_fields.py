@@ -19,18 +19,20 @@ _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Nov", "Dec"), 1)}
 _KIBANA = re.compile(r"([A-Z][a-z]{2}) (\d{1,2}), (\d{4}) @ (\d\d:\d\d:\d\d)(?:\.(\d+))?")
 _SYSLOG_TIME = re.compile(r"([A-Z][a-z]{2}) +(\d{1,2}) (\d\d:\d\d:\d\d)")
+_EPOCH = re.compile(r"\d{9,}(?:\.\d+)?")
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$")
 
 def envelope_time(raw: str, fmt: str, year: Year = None) -> str | None:
     """An envelope's time as ISO 8601: with its offset when it has one (`+00:00` for epoch
     values), without when it is written without (syslog, Kibana). None when it does not parse."""
     try:
-        if fmt == "rfc3339" and re.fullmatch(r"\d{9,}(?:\.\d+)?", raw.strip()):
+        if fmt == "rfc3339" and _EPOCH.fullmatch(raw.strip()):
             # a number where a date was expected: seconds, milliseconds or microseconds since 1970
             digits = len(raw.strip().partition(".")[0])
             return envelope_time(raw, "epoch-us") if digits >= 15 else (
                 envelope_time(raw, "epoch-ms") if digits >= 12 else envelope_time(raw, "epoch"))
         if fmt == "rfc3339":
-            m = re.match(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)(?:[.,](\d+))?\s*(Z|[+-]\d\d:?\d\d)?$", raw.strip())
+            m = _RFC3339.match(raw.strip())
             if not m:
                 return None
             frac = f".{m.group(3)[:6].ljust(6, '0')}" if m.group(3) else ""

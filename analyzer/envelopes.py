@@ -149,6 +149,7 @@ class Unwrapper:
             names = _csv_row(self.header_row)
             self.columns = {n.strip(): i for i, n in enumerate(names)}
         self.prefilter = envelope.prefilter
+        self._times: dict[str, tuple[str | None]] = {}  # raw time -> its ISO form
 
     @property
     def name(self) -> str:
@@ -301,7 +302,14 @@ class Unwrapper:
     def _time(self, raw: object) -> str | None:
         if raw is None or raw == "":
             return None
-        return envelope_time(str(raw), self.envelope.time, self.year)
+        # A line is unwrapped again when a later finding looks back at it: parse its time once.
+        key = str(raw)
+        cached = self._times.get(key)
+        if cached is None:
+            if len(self._times) >= 4096:
+                self._times.clear()
+            cached = self._times[key] = (envelope_time(key, self.envelope.time, self.year),)
+        return cached[0]
 
 
 def _parse(raw: object, where: str) -> Envelope:

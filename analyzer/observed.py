@@ -188,6 +188,17 @@ class LineObserver:
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,
              default_node: str | None) -> tuple[Fact, ...]:
         """Note one line's facts and related errors; return the link facts a finding on it carries."""
+        if cand.facts_only:  # a record of a line with fact literals only: no finding, no related error
+            facts = self.linkfacts.find(text, raw)
+            if facts:
+                pid = header_pid(text, state.year) or state.layout.pid
+                node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod,
+                               default_node)
+                state.observed.note_facts(node, facts, pid)
+                mine = state.recent.setdefault(process_key(state.layout, record, pid), {})
+                for kind, value in facts:
+                    mine[kind] = (value, cand.line_no)
+            return ()
         facts = self.linkfacts.find(text, raw) if self.linkfacts.maybe_in(raw) else []
         families = self.neighbours.families_in(raw)
         if not facts and not families:
