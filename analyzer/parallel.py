@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+from bisect import insort
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, cast
 
+from .bursts import BurstKey, Bursts
 from .engine import Engine
 from .envelopes import HEAD_BYTES
 from .inputs import SafeStream, Source, sniff, year_hint
@@ -30,6 +32,7 @@ from .inputs.own import HEAD as OWN_HEAD
 from .inputs.own import own_document
 from .progress import Progress
 from .records import Finding, InputStats
+from .report import MAX_BURSTS
 from .scanner import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
 from .triage import Tally
@@ -162,9 +165,32 @@ class _Bounded(io.RawIOBase):
         return data
 
 
-def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
+class BurstCut:
+    """The MAX_BURSTS smallest keys of the bursts a process has sent back whole. The summary keeps
+    the first MAX_BURSTS bursts of all units (`Bursts.trim`); once this process alone has sent
+    that many with smaller keys, a later unit's burst with a larger key can never be among them,
+    and need not travel (a storm's units would otherwise pickle a thousand bursts each). It is
+    counted in its group all the same. Sound only where every unit's result reaches `merge`
+    (a local pool fails as a whole), so not on Dask, which may run a unit twice."""
+
+    def __init__(self) -> None:
+        self.keys: list[BurstKey] = []
+
+    def apply(self, bursts: Bursts) -> None:
+        """Drop the kept bursts that cannot make the cut, and remember the keys of the rest."""
+        bursts.trim()
+        if len(self.keys) >= MAX_BURSTS:
+            bound = self.keys[MAX_BURSTS - 1]
+            bursts.bursts = [kb for kb in bursts.bursts if kb[0] < bound]
+        for key, _ in bursts.bursts:
+            insort(self.keys, key)
+        del self.keys[MAX_BURSTS:]
+
+
+def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: BurstCut | None = None) -> UnitResult:
     """Scan one work unit into runs of findings (spilled to `spill_dir` when large; None: kept in
-    memory). Line numbers of a range are local (1 = its first line)."""
+    memory). Line numbers of a range are local (1 = its first line). `cut`: this process's
+    `BurstCut`, when every result it returns is merged."""
     stats = InputStats()
     writer = RunWriter(spill_dir)
     if unit.end is None:
@@ -176,6 +202,8 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None) -> Un
         for source in unit.sources:
             engine.scan_source(source, stats, sink)
         tally.bursts.close_all()  # what goes back to this process is closed bursts only
+        if cut is not None:
+            cut.apply(tally.bursts)
         return writer.finish(), stats, tally
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
@@ -217,13 +245,15 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         pool.shutdown()
     else:
         engine = make_engine(progress=progress)
+        cut = BurstCut()
         for unit in units:
-            yield run_unit(engine, unit, spill_dir)
+            yield run_unit(engine, unit, spill_dir, cut)
             for _ in unit.sources:
                 progress.file_done()
 
 
 _WORKER: Engine | None = None  # the engine of this worker process
+_CUT = BurstCut()  # the bursts this worker process sent back
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
@@ -245,6 +275,7 @@ def _init_worker(make_engine: EngineFactory) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
     _die_with_parent()
     _WORKER = make_engine()
+    _CUT.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
 
 
 def _die_with_parent() -> None:
@@ -258,7 +289,7 @@ def _die_with_parent() -> None:
 
 def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
     assert _WORKER is not None, "worker not initialised"
-    return run_unit(_WORKER, unit, spill_dir)
+    return run_unit(_WORKER, unit, spill_dir, _CUT)
 
 
 def merge(units: list[WorkUnit], results: Iterable[UnitResult],
