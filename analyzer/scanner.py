@@ -11,10 +11,6 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import numpy as np
 
 from .inputs.streams import Reader
 
@@ -224,23 +220,23 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
             # code (with the words before it) can straddle the cut, so each is seen once, whole.
             cut = _fragment_cut(buf, begin, prefilter)
             fragment = buf[begin:cut]
-            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, None, facts)
+            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, facts)
             offset += len(fragment)
             pending, history = buf[cut:], b""
             continue
         end = cut + 1
-        newlines = _newline_index(buf, begin, end)
         first_line_no = line_no - history.count(b"\n")
-        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, newlines, facts)
-        counts.lines += len(newlines)
-        line_no += len(newlines)
+        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, facts)
+        lines = buf.count(b"\n", begin, end)  # a C pass; numbering candidates needs no index
+        counts.lines += lines
+        line_no += lines
         offset += end - begin
         pending = buf[end:]
         history = _tail_lines(buf, begin, end)
     if pending:
         buf = history + pending
         yield from _candidates(buf, len(history), len(buf), prefilter, line_no,
-                               line_no - history.count(b"\n"), offset, None, facts)
+                               line_no - history.count(b"\n"), offset, facts)
         counts.lines += 1  # a final line without a newline (or cut by a break) still counts
     if failure is not None:
         raise failure
@@ -263,14 +259,6 @@ def _fragment_cut(buf: bytes, begin: int, prefilter: Prefilter) -> int:
     return max(cut, begin + 1)
 
 
-def _newline_index(buf: bytes, begin: int, end: int) -> np.ndarray:
-    """Offsets of every newline in buf[begin:end], relative to `begin` (one vectorised pass,
-    faster than bytes.count and it also gives each candidate's line number)."""
-    import numpy as np  # here, not at import: `ddtriage --help` must not pay for it
-
-    return np.flatnonzero(np.frombuffer(buf, np.uint8, end - begin, begin) == 10)
-
-
 def _tail_lines(buf: bytes, begin: int, end: int) -> bytes:
     """The complete lines in the last HISTORY_BYTES of buf[begin:end]."""
     if end - begin <= HISTORY_BYTES:
@@ -280,24 +268,18 @@ def _tail_lines(buf: bytes, begin: int, end: int) -> bytes:
 
 
 def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no: int, first_line_no: int,
-                offset: int, newlines: np.ndarray | None, facts: FactSink | None) -> Iterator[Candidate]:
+                offset: int, facts: FactSink | None) -> Iterator[Candidate]:
     """Candidates in buf[begin:end] (buf[:begin] is history). `offset` is the stream offset of
-    buf[begin]; `newlines` the newline offsets of the region when known."""
+    buf[begin]; `line_no` the number of its first line."""
     starts, facts_only = prefilter.tiers(buf, begin, end)
     if not starts:
         return
-    if newlines is not None:
-        import numpy as np
-
-        # every candidate's line number in one vectorised call
-        numbers = (np.searchsorted(newlines, np.array(starts) - begin) + line_no).tolist()
-    else:
-        numbers = []
-        counted_to = begin
-        for start in starts:
-            line_no += buf.count(b"\n", counted_to, start)
-            counted_to = start
-            numbers.append(line_no)
+    numbers = []
+    counted_to = begin
+    for start in starts:  # newlines counted from one candidate to the next: one C pass in all
+        line_no += buf.count(b"\n", counted_to, start)
+        counted_to = start
+        numbers.append(line_no)
     for start, number in zip(starts, numbers, strict=True):
         nl = buf.find(b"\n", start, end)
         raw = buf[start:end if nl == -1 else nl]
