@@ -258,6 +258,44 @@ def _remove(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def spill_dir() -> str:
-    """A new private folder for spill files (the store that gets it deletes it)."""
-    return tempfile.mkdtemp(prefix="ddtriage-")
+SPILL_PREFIX = "ddtriage-spill-"
+
+
+def spill_dir(root: str | None = None) -> str:
+    """A new private folder for spill files (the store that gets it deletes it), named after this
+    process. Folders that a killed run left behind (their process is gone) are removed first:
+    SIGKILL skips every clean-up, and a storm's spill is gigabytes."""
+    root = root or tempfile.gettempdir()
+    sweep_spills(root)
+    return tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-", dir=root)
+
+
+def sweep_spills(root: str) -> list[str]:
+    """Remove the spill folders in `root` whose process no longer runs; return their paths."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(SPILL_PREFIX):
+            continue
+        pid = name[len(SPILL_PREFIX):].partition("-")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (or may: one of another user's that we may not signal)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it exists
+        return True
+    return True
