@@ -121,16 +121,19 @@ class EnvelopeTable:
         # The starts of the first lines are enough (a line is matched from its start): decode
         # only DETECT_BYTES, so a folder of small plain logs pays next to nothing here.
         text = head[:DETECT_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff\x00")
-        lines = [ln for ln in text.split("\n")[:DETECT_LINES * 4] if ln.strip()][:DETECT_LINES]
+        lines = [ln for ln in text.split("\n", DETECT_LINES * 4)[:DETECT_LINES * 4] if ln.strip()][:DETECT_LINES]
         if not lines:
             return None
         best: tuple[int, Envelope] | None = None
+        # A row counts when it matches at least half the lines: it cannot if these all miss
+        # (a plain log's head, the usual case, is then done in fewer calls).
+        first = lines[:len(lines) - (len(lines) + 1) // 2 + 1]
         for env in self.envelopes:
             if env.detect_head:
                 if env.detect.match(text.lstrip()):
                     return Unwrapper(env, lines[0], year)
                 continue
-            count = sum(1 for ln in lines if env.detect.match(ln))
+            count = sum(1 for ln in lines if env.detect.match(ln)) if any(map(env.detect.match, first)) else 0
             if count and count * 2 >= len(lines) and (best is None or count > best[0]):
                 best = (count, env)
         return Unwrapper(best[1], lines[0], year) if best else None

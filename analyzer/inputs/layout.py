@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .formats import strip_archive_suffix, strip_compression_suffix
 
@@ -61,20 +62,31 @@ def layout_of(name: str) -> Layout:
     """Node, kind, device and pid of a log, from its name (`ARCHIVE!MEMBER` paths included)."""
     parts = _parts(name)
     folders, base = parts[:-1], (parts[-1] if parts else "")
-    device = pid = None
-    kind = "application"
-    for folder in folders:
-        m = _DEVICE_DIR.match(folder)
-        if m:
-            device, kind = m.group(1), "device"
+    device, in_device_dir, in_plog_dir, node, anchored = _from_folders(tuple(folders))
+    kind = "device" if in_device_dir else "application"
+    pid = None
     m = _DEVICE_FILE.match(base)
     if m:
         kind, pid = "device", m.group(1)
     m = _PLOG_FILE.match(base)
     if m:
         kind, pid = "host", m.group(1)
-    if kind == "application" and any(f.lower() == "plog" for f in folders):
+    if kind == "application" and in_plog_dir:
         kind = "host"
+    pod, container = _kubernetes(folders, base)
+    return Layout(node, kind, device, pid, anchored=anchored, pod=pod, container=container)
+
+
+@lru_cache(maxsize=4096)  # the logs of one folder share it: a folder of 10,000 logs asks once per folder
+def _from_folders(folders: tuple[str, ...]) -> tuple[str | None, bool, bool, str | None, bool]:
+    """What the folders alone say: (device, inside a device-N folder, inside a plog folder,
+    node, whether the node is anchored by the layout)."""
+    device = None
+    in_device_dir = False
+    for folder in folders:
+        m = _DEVICE_DIR.match(folder)
+        if m:
+            device, in_device_dir = m.group(1), True
     lowered = [f.lower() for f in folders]
     # The Ascend root (`ascend/`) is the surest anchor; else the first layout folder.
     anchor = len(lowered) - 1 - lowered[::-1].index("ascend") if "ascend" in lowered else \
@@ -90,9 +102,7 @@ def layout_of(name: str) -> Layout:
             continue
         node = folders[i]
         break
-    pod, container = _kubernetes(folders, base)
-    return Layout(node or user, kind, device, pid, anchored=anchor < len(folders) and node is not None,
-                  pod=pod, container=container)
+    return device, in_device_dir, "plog" in lowered, node or user, anchor < len(folders) and node is not None
 
 
 def _kubernetes(folders: list[str], base: str) -> tuple[str | None, str | None]:
