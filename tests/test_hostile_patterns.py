@@ -30,10 +30,17 @@ def engine() -> Engine:
     return Engine(RuleSet.load(), prefilter_engine="find")
 
 
-def seconds(fn: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+def seconds(fn: Callable[[], object], bound: float = float("inf")) -> float:
+    """How long `fn` takes; when over `bound`, the best of three (a busy machine's pause is not a
+    quadratic pattern, which is over it every time, by 4 to 20 times)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+        if best < bound:
+            break
+    return best
 
 
 # The red team's inputs (issue #7), each a few hundred KB; on the old patterns 10-30 s apiece.
@@ -49,8 +56,9 @@ CASES = {
 @pytest.mark.parametrize("text", CASES.values(), ids=CASES.keys())
 def test_red_team_lines_scan_in_linear_time(text):
     engine()  # compiled outside the clock
-    took = seconds(lambda: analyze_snippet(engine(), text))
-    assert took < MS_PER_KB * len(text) / 1024 / 1000 + 0.2, f"{took:.2f} s for {len(text) >> 10} KB"
+    bound = MS_PER_KB * len(text) / 1024 / 1000 + 0.2
+    took = seconds(lambda: analyze_snippet(engine(), text), bound)
+    assert took < bound, f"{took:.2f} s for {len(text) >> 10} KB"
 
 
 def test_red_team_lines_through_the_command(tmp_path):
@@ -97,8 +105,9 @@ def test_every_pattern_is_linear_on_adversarial_lines(unit, filler, tail):
     head = "".join(unit)
     for text in (head * (16_000 // len(head)) + tail, head + filler * (16_000 // len(filler)) + tail):
         for name, run in entry_points().items():
-            took = seconds(lambda: run(text))  # noqa: B023 - called at once
-            assert took < MS_PER_KB * len(text) / 1024 / 1000 + 0.02, f"{name}: {took:.3f} s on {text[:40]!r}"
+            bound = MS_PER_KB * len(text) / 1024 / 1000 + 0.02
+            took = seconds(lambda: run(text), bound)  # noqa: B023 - called at once
+            assert took < bound, f"{name}: {took:.3f} s on {text[:40]!r}"
 
 
 def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path):
