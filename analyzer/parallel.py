@@ -27,7 +27,7 @@ from typing import BinaryIO, cast
 from .bursts import BurstKey, Bursts
 from .engine import Engine
 from .envelopes import HEAD_BYTES
-from .inputs import SafeStream, Source, sniff, year_hint
+from .inputs import SafeStream, Source, sniff, unpack, year_hint
 from .inputs.own import HEAD as OWN_HEAD
 from .inputs.own import own_document
 from .progress import Progress
@@ -246,10 +246,16 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
     else:
         engine = make_engine(progress=progress)
         cut = BurstCut()
-        for unit in units:
-            yield run_unit(engine, unit, spill_dir, cut)
-            for _ in unit.sources:
-                progress.file_done()
+        # A compressed input is inflated ahead in a thread only where a CPU would be idle (more jobs
+        # than units here); with --jobs 1, or in a pool's busy workers, the thread only competes.
+        ahead, unpack.READ_AHEAD = unpack.READ_AHEAD, unpack.READ_AHEAD and jobs > 1
+        try:
+            for unit in units:
+                yield run_unit(engine, unit, spill_dir, cut)
+                for _ in unit.sources:
+                    progress.file_done()
+        finally:
+            unpack.READ_AHEAD = ahead
 
 
 _WORKER: Engine | None = None  # the engine of this worker process
@@ -274,6 +280,7 @@ def _init_worker(make_engine: EngineFactory) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
     _die_with_parent()
+    unpack.READ_AHEAD = False  # each CPU runs a worker: no thread to inflate ahead (see run_units)
     _WORKER = make_engine()
     _CUT.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
 

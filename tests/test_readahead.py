@@ -122,30 +122,68 @@ def scan_json(*args: str) -> str:
     return result.stdout
 
 
-@pytest.mark.parametrize("jobs", ["1", "2"])
-def test_reports_are_the_same_with_and_without_reading_ahead(tmp_path, monkeypatch, jobs):
+class Started:
+    """Threads started, counted in a file: worker processes count too."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+        path.write_text("")
+
+    def __len__(self) -> int:
+        return len(self.path.read_text())
+
+
+@pytest.fixture
+def small_blocks(monkeypatch, tmp_path_factory):
+    """Read-ahead from the first 5 kB, in 30 kB blocks: test files exercise the thread."""
+    monkeypatch.setattr(readahead, "START", 5_000)
+    monkeypatch.setattr(readahead, "BLOCK", 30_000)
+    started = Started(tmp_path_factory.mktemp("count") / "started")
+    start = readahead.ReadAhead._start
+
+    def counting(self):
+        with open(started.path, "a") as mark:
+            mark.write("x")
+        start(self)
+    monkeypatch.setattr(readahead.ReadAhead, "_start", counting)
+    return started
+
+
+def test_reports_are_the_same_with_and_without_reading_ahead(tmp_path, monkeypatch, small_blocks):
     data = log_lines(6000)
-    (tmp_path / "plog-5569_20251112034002789.log.gz").write_bytes(gzip.compress(data, mtime=0))
+    whole = tmp_path / "plog-5569_20251112034002789.log.gz"
+    whole.write_bytes(gzip.compress(data, mtime=0))
     packed = gzip.compress(data, mtime=0)
-    (tmp_path / "cut-5570_20251112034002789.log.gz").write_bytes(packed[: len(packed) * 2 // 3])
+    cut = tmp_path / "cut-5570_20251112034002789.log.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
     body = io.BytesIO()
     with tarfile.open(fileobj=body, mode="w:xz") as tar:
         for i in range(2):
             member = tarfile.TarInfo(f"node-{i}/plog-{7000 + i}_20251112034002789.log")
             member.size = len(data)
             tar.addfile(member, io.BytesIO(data))
-    (tmp_path / "bundle.tar.xz").write_bytes(body.getvalue())
-    monkeypatch.setattr(readahead, "START", 5_000)
-    monkeypatch.setattr(readahead, "BLOCK", 30_000)
-    ahead = scan_json(str(tmp_path), "-j", jobs)
+    bundle = tmp_path / "bundle.tar.xz"
+    bundle.write_bytes(body.getvalue())
+    # One input with a CPU to spare (--jobs 2, one unit): inflated ahead in a thread.
+    ahead = {path: scan_json(str(path), "-j", "2") for path in (whole, cut, bundle)}
+    assert len(small_blocks) == 3
     monkeypatch.setattr(unpack, "READ_AHEAD", False)
-    assert scan_json(str(tmp_path), "-j", jobs) == ahead
-    report = json.loads(ahead)
-    per_source = Counter(f["source"].rsplit("/", 1)[-1] for f in report["findings"])
+    assert {path: scan_json(str(path), "-j", "2") for path in ahead} == ahead
+    assert len(small_blocks) == 3
     code_lines = len(range(3, 6000, 7))
+    per_source = Counter(f["source"].rsplit("/", 1)[-1] for f in json.loads(ahead[bundle])["findings"])
     assert [per_source[f"plog-{7000 + i}_20251112034002789.log"] for i in range(2)] == [code_lines] * 2
-    assert per_source["plog-5569_20251112034002789.log.gz"] == code_lines
-    assert 0 < per_source["cut-5570_20251112034002789.log.gz"] < code_lines
-    assert [s["source"].rsplit("/", 1)[-1] for s in report["inputs"]["skipped"]] == [
-        "cut-5570_20251112034002789.log.gz"]
+    assert len(json.loads(ahead[whole])["findings"]) == code_lines
+    report = json.loads(ahead[cut])
+    assert 0 < len(report["findings"]) < code_lines and len(report["inputs"]["skipped"]) == 1
     assert wait_no_threads()
+
+
+def test_no_thread_where_no_cpu_is_spare(tmp_path, monkeypatch, small_blocks):
+    data = log_lines(3000)
+    for i in range(2):
+        (tmp_path / f"plog-{5569 + i}_20251112034002789.log.gz").write_bytes(gzip.compress(data, mtime=0))
+    one = tmp_path / "plog-5569_20251112034002789.log.gz"
+    reports = [scan_json(str(one), "-j", "1"), scan_json(str(tmp_path), "-j", "2")]  # --jobs 1; busy workers
+    assert len(small_blocks) == 0 and unpack.READ_AHEAD  # and the switch is back as it was
+    assert scan_json(str(one), "-j", "2") == reports[0] and len(small_blocks) == 1

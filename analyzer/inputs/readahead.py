@@ -26,7 +26,7 @@ from contextlib import suppress
 
 from .streams import Reader
 
-BLOCK = 4 << 20  # bytes per block handed over by the thread
+BLOCK = 4 << 20  # bytes asked of the decompressor per read in the thread (a block handed over)
 AHEAD = 3  # blocks decompressed ahead of the reader, at most
 START = 8 << 20  # bytes read in the caller's thread before a thread is worth starting
 _POLL = 0.1  # seconds between checks, by a blocked thread, that its reader still wants it
@@ -110,26 +110,19 @@ class ReadAhead(io.RawIOBase):
 
 
 def _fill(inner: Reader, out: queue.Queue[object], stop: threading.Event, block: int) -> None:
-    """The thread: blocks of about `block` bytes into `out`, then the end or the error."""
-    parts: list[bytes] = []
-    have = 0
+    """The thread: what each read of `inner` gives (up to `block` bytes, as it comes: no copy),
+    then the end or the error."""
     item: object = _EOF
     while not stop.is_set():
         try:
-            piece = inner.read(block - have)
+            piece = inner.read(block)
         except BaseException as exc:  # noqa: BLE001 - handed to the reader, raised there in order
             item = exc
             break
         if not piece:
             break
-        parts.append(piece)
-        have += len(piece)
-        if have >= block:
-            if not _put(out, b"".join(parts), stop):
-                return
-            parts, have = [], 0
-    if parts and not _put(out, b"".join(parts), stop):
-        return
+        if not _put(out, piece, stop):
+            return
     _put(out, item, stop)
 
 
