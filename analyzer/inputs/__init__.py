@@ -8,6 +8,7 @@ Stage: inputs. One module per step:
 - `formats`: THE table of compressions, archives and text encodings: magic bytes, suffixes,
   handler. Sniffing, suffix stripping and the unpacker all read it.
 - `codecs`: streaming decompression, UTF-16 re-encoding.
+- `readahead`: a compressed file inflated in a background thread, a few blocks ahead.
 - `archives`: tar and zip walkers.
 - `unpack`: `Unpacker`, which drives the table down to text `Leaf` streams.
 - `layout`: node, kind, device and pid from a log's name.
