@@ -242,7 +242,7 @@ class Engine:
         pod = record.pod if record else None
         pod = pod or layout.pod
         if pod:
-            headers = [replace(h, pod=pod) for h in headers]
+            headers = tuple(replace(h, pod=pod) for h in headers)
         # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
         # finding: the likely causes of what this line reports. Two pods are two processes.
         process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
@@ -296,7 +296,7 @@ class Engine:
                 headers = record_headers(text, state.year)
                 pod = (record.pod if record else None) or state.layout.pod
                 if pod:
-                    headers = [replace(h, pod=pod) for h in headers]
+                    headers = tuple(replace(h, pod=pod) for h in headers)
                 process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
                 if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
                     for kind, value in self.linkfacts.find(text):

@@ -8,8 +8,9 @@ in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (a m
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 
 class YearSource(Protocol):
@@ -156,19 +157,31 @@ def _plog_header(line: str, m: re.Match, start: int) -> Header:
     return Header("plog", ts, m.group("pid"), tid, func or None, end, start)
 
 
-def record_headers(line: str, year: Year = None) -> list[Header]:
-    """Headers of every record on the line: several when plog blocks were flattened onto one."""
-    first = parse_header(line, year)
-    # A flattened block repeats the header grammar, date included: look for the date first.
-    if first.fmt != "plog" or first.timestamp is None or line.find(first.timestamp[:10], first.msg_start) == -1:
-        return [first]
-    headers = [first]
-    for m in _PLOG_ANYWHERE.finditer(line, first.msg_start):
-        headers.append(_plog_header(line, m, m.start()))
+_LAST: list[object] = [None, None, ()]  # the last call's line, year and answer
+
+
+def record_headers(line: str, year: Year = None) -> tuple[Header, ...]:
+    """Headers of every record on the line: several when plog blocks were flattened onto one.
+    The engine asks twice for a hit line (its facts, then its findings): the answer is kept."""
+    if line is _LAST[0] and year is _LAST[1]:
+        return cast(tuple[Header, ...], _LAST[2])
+    headers = _record_headers(line, year)
+    _LAST[:] = [line, year, headers]
     return headers
 
 
-def header_for(headers: list[Header], offset: int) -> Header:
+def _record_headers(line: str, year: Year) -> tuple[Header, ...]:
+    first = parse_header(line, year)
+    # A flattened block repeats the header grammar, date included: look for the date first.
+    if first.fmt != "plog" or first.timestamp is None or line.find(first.timestamp[:10], first.msg_start) == -1:
+        return (first,)
+    headers = [first]
+    for m in _PLOG_ANYWHERE.finditer(line, first.msg_start):
+        headers.append(_plog_header(line, m, m.start()))
+    return tuple(headers)
+
+
+def header_for(headers: Sequence[Header], offset: int) -> Header:
     """The record a character offset belongs to."""
     chosen = headers[0]
     for h in headers[1:]:
