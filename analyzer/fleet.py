@@ -112,8 +112,9 @@ class FleetTally:
         return tuple(rows[:limit]), max(0, len(rows) - limit)
 
     def fingerprint_rows(self, limit: int = ROW_LIMIT) -> tuple[tuple[FingerprintRow, ...], int]:
-        """The `limit` most widespread failures (in most bundles, then nodes; not known to be
-        recoverable before recoverable; then most findings), and how many more there are."""
+        """The `limit` most widespread failures (specific codes before the generic LLM_FAILED that
+        echoes them; in most bundles, then nodes; not known to be recoverable before recoverable;
+        then most findings), and how many more there are."""
         rows = []
         for key, p in self.prints.items():
             f = p.example
@@ -122,6 +123,8 @@ class FleetTally:
                 fingerprint=key, code=f.code, name=f.name, api=f.api, rule=f.rule, action=f.action,
                 recoverable=f.recoverable, template=message_template(f.text), findings=p.findings,
                 bundles=len(p.bundles), nodes=len(p.nodes), first_seen=p.first, last_seen=p.last,
-                first_at=f"{f.source}:{f.line}", node_names=names, more_nodes=more))
-        rows.sort(key=lambda r: (-r.bundles, -r.nodes, r.recoverable is True, -r.findings, r.fingerprint))
+                first_at=f"{f.source}:{f.line}", node_names=names, more_nodes=more, generic=f.generic))
+        # A wrapper logs the generic failure after every specific one (domain.md §5): ranked by
+        # spread alone, its echoes under each API would push the failures off the first screen.
+        rows.sort(key=lambda r: (r.generic, -r.bundles, -r.nodes, r.recoverable is True, -r.findings, r.fingerprint))
         return tuple(rows[:limit]), max(0, len(rows) - limit)

@@ -135,13 +135,15 @@ class FingerprintRow:
     first_at: str  # "source:line" of its first finding
     node_names: tuple[str, ...]  # the first LIST_LIMIT, sorted
     more_nodes: int = 0
+    generic: bool = False  # the generic LLM_FAILED: the echo of a specific code, ranked after them
 
     def to_dict(self) -> dict[str, Any]:
         return {"fingerprint": self.fingerprint, "code": self.code, "name": self.name, "api": self.api,
                 "rule": self.rule, "action": self.action, "recoverable": self.recoverable,
                 "template": self.template, "findings": self.findings, "bundles": self.bundles,
                 "nodes": self.nodes, "first_seen": self.first_seen, "last_seen": self.last_seen,
-                "first_at": self.first_at, "node_names": list(self.node_names), "more_nodes": self.more_nodes}
+                "first_at": self.first_at, "node_names": list(self.node_names), "more_nodes": self.more_nodes,
+                "generic": self.generic}
 
 
 @dataclass(frozen=True, slots=True)

@@ -192,9 +192,11 @@ def _recurring(analysis: Analysis, width: int = WIDTH) -> list[str]:
     """The failures seen in more than one bundle, most widespread first (a multi-bundle scan only)."""
     s = analysis.summary
     bundles = len(s.bundles) + s.more_bundles
-    rows = [r for r in s.fingerprints if r.bundles > 1]
-    if bundles < 2 or not rows:
+    recurring = [r for r in s.fingerprints if r.bundles > 1]
+    if bundles < 2 or not recurring:
         return []
+    rows = [r for r in recurring if not r.generic]
+    echoes = [r for r in recurring if r.generic]  # ranked last: folded into one line
     out = ["", f"Recurring across {plural(bundles, 'bundle')} and {plural(len(s.nodes), 'node')}: "
                f"{plural(len(rows), 'failure')} in more than one bundle",
            f"{'bundles':>7} {'nodes':>5} {'count':>6}  failure"]
@@ -207,6 +209,14 @@ def _recurring(analysis: Analysis, width: int = WIDTH) -> list[str]:
     if len(rows) > MAX_RECURRING:
         more = len(rows) - MAX_RECURRING
         out.append(f"  ... and {'at least ' if s.more_fingerprints else ''}{more} more (see --format json)")
+    if echoes:
+        r = echoes[0]
+        count = sum(e.findings for e in echoes)
+        out += textwrap.wrap(
+            f"  + {'at least ' if s.more_fingerprints else ''}{count} generic {describe_code(r.code, r.name)} echoes "
+            f"of these from {plural(len({e.api for e in echoes}), 'API')}, in up to "
+            f"{plural(max(e.bundles for e in echoes), 'bundle')}", width, subsequent_indent="    ",
+            break_on_hyphens=False)
     return out
 
 
