@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 CONNECT_SECONDS = 30  # how long to wait for a scheduler before giving up
 CLOSE_SECONDS = 2  # how long a normal close may wait for the local workers to stop
+EXIT_SECONDS = 2  # after Ctrl-C or SIGTERM, the process ends within this, whatever Dask still waits for
 _STOPPING = {"on": False}  # forked local workers ignore Ctrl-C (set while a LocalCluster of ours runs)
 
 
@@ -128,25 +129,50 @@ def _local_cluster(workers: int) -> Iterator[Client]:
     # Kept for the cluster's whole life: a worker that dies is restarted the same way.
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ,
                           "distributed.worker.multiprocessing-method": method}):
+        client = None
         try:
             _STOPPING["on"] = True
             # ":0": the scheduler's HTTP server (health, metrics; no dashboard without bokeh) on a free
             # port; the default 8787 warns on stderr whenever another cluster holds it.
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                                    memory_limit=0, silence_logs=logging.CRITICAL)
-            with Client(cluster) as client:
-                yield client
-        except BaseException:
+            client = Client(cluster)
+            yield client
+        except BaseException as exc:
+            # Ctrl-C, SIGTERM or an error: the workers are killed first, then the client and the
+            # cluster (also one half started) closed without the graceful wait.
+            if not isinstance(exc, Exception):
+                _exit_soon(exc)
             _silence()
-            _kill_new_children(before)  # Ctrl-C or an error: no graceful wait
-            for started in [c for c in SpecCluster._instances if id(c) not in clusters]:  # also one half started
+            _kill_new_children(before)
+            with suppress(BaseException):
+                if client is not None:
+                    client.close(timeout=CLOSE_SECONDS)
+            for started in [c for c in SpecCluster._instances if id(c) not in clusters]:
                 with suppress(BaseException):
                     started.close(timeout=CLOSE_SECONDS)
                 started.status = Status.closed  # nothing left for Dask's own close at exit
             raise
         finally:
             _STOPPING["on"] = False
+        client.close(timeout=CLOSE_SECONDS)
         cluster.close(timeout=CLOSE_SECONDS)
+
+
+def _exit_soon(exc: BaseException) -> None:
+    """After an interrupt, end this process within EXIT_SECONDS whatever a thread of Dask still
+    waits for at exit, with the interrupt's exit status (130 Ctrl-C, 143 SIGTERM)."""
+    code = 130 if isinstance(exc, KeyboardInterrupt) else 143 if type(exc).__name__ == "Terminated" else 2
+
+    def stop() -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    timer = threading.Timer(EXIT_SECONDS, stop)
+    timer.daemon = True
+    timer.start()
 
 
 def _kill_new_children(before: set[int | None]) -> None:
