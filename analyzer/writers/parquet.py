@@ -24,7 +24,9 @@ name = "parquet"
 suffix = ".parquet"
 binary = True  # write() takes a binary stream
 
-ROW_GROUP = 65536
+# Findings per row group: the rows of one group are held as Python values until written, and
+# 65,536 of them cost ~120 MiB more than the JSON writer (review D16); 8,192 keep the peak near it.
+ROW_GROUP = 8192
 METADATA_KEY = b"ddtriage"
 REPORT_VERSION = 1
 
