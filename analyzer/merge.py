@@ -15,7 +15,9 @@ Time windows and guessed years were applied by each part's scan and are not appl
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from typing import IO, Any
@@ -37,22 +39,42 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
                 warn: Callable[[str], None] | None = None) -> Analysis:
     """One analysis of the findings and input stats of every part (JSON, JSONL or Parquet
     reports of `ddtriage scan`), in report order. A part that cannot be read is an `InputError`
-    naming it."""
+    naming it. A part met again (the same file twice, also through a link), or whose every
+    finding was merged already (a JSON and a Parquet report of one scan, or a part of a part) is
+    left out with a warning, so nothing is counted twice; a part that repeats only some of the
+    logs merged before is an `InputError`, since its input stats cannot be split."""
     ruleset = rules or RuleSet.load()
     store = FindingStore(spill_dir())
     stats = InputStats()
     observed = Observed()  # related errors and link facts of the JSON parts, for the incidents
+    seen = _Seen()
     try:
         for part in parts:
-            writer = RunWriter(store.spill_dir)
-            part_stats = read_part(part, writer.add, ruleset, observed)
+            same = seen.same_file(part)
+            if same is not None:
+                if warn:
+                    warn(f"{part}: given again (as {same}); read once")
+                continue
+            writer, part_observed, digests = RunWriter(store.spill_dir), Observed(), _Digests()
+
+            def sink(f: Finding, add: Callable[[Finding], None] = writer.add, digests: _Digests = digests) -> None:
+                digests.add(f)
+                add(f)
+            part_stats = read_part(part, sink, ruleset, part_observed)
+            runs = writer.finish()
+            earlier = seen.repeats(part, digests)
+            if earlier is not None:
+                if warn:
+                    warn(f"{part}: every finding in it was merged already from {earlier}; left out")
+                continue
             if part_stats is None:
                 if warn:
                     warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted, "
                          "and its incidents know no related errors or link facts")
             else:
                 stats.add(part_stats)
-            store.add(writer.finish())
+            observed.add(part_observed)
+            store.add(runs)
         tally = Tally()
         for finding in store:
             tally.add(finding)
@@ -65,6 +87,62 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
     incidents = build_incidents(summary.bursts, related, observed.nodes, ruleset)
     return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
                     links=dict(sorted(observed.nodes.items(), key=lambda kv: kv[0] or "")))
+
+
+class _Digests:
+    """Per log (node, bundle, source) of one part: a digest of its findings, in order."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str | None, str | None, str], Any] = {}
+
+    def add(self, f: Finding) -> None:
+        key = (f.node, f.bundle, f.source)
+        digest = self.logs.get(key)
+        if digest is None:
+            digest = self.logs[key] = hashlib.blake2b(digest_size=16)
+        digest.update(repr((f.line, f.code, f.api, f.rule, f.timestamp, f.text)).encode("utf-8", "surrogatepass"))
+
+    def done(self) -> dict[tuple[str | None, str | None, str], bytes]:
+        return {key: d.digest() for key, d in self.logs.items()}
+
+
+class _Seen:
+    """The logs merged so far, to catch a part given twice (a shell glob that picks a part again,
+    a JSON and a Parquet report of one scan): the same findings counted twice."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str | None, str | None, str], tuple[bytes, str]] = {}
+        self.parts: list[str] = []
+        self.files: dict[tuple[int, int], str] = {}
+
+    def same_file(self, part: str) -> str | None:
+        """The earlier part that is this very file (also through a link), else None."""
+        try:
+            st = os.stat(part)
+        except OSError:
+            return None  # read_part says why
+        key = (st.st_dev, st.st_ino)
+        if key in self.files:
+            return self.files[key]
+        self.files[key] = part
+        return None
+
+    def repeats(self, part: str, digests: _Digests) -> str | None:
+        """The earlier part this one repeats (None: it is new, and is now seen); an `InputError`
+        when it repeats only some of an earlier part's logs."""
+        mine = digests.done()
+        again = {key: self.logs[key][1] for key, digest in mine.items()
+                 if key in self.logs and self.logs[key][0] == digest}
+        if mine and len(again) == len(mine):
+            return min(set(again.values()), key=self.parts.index)
+        if again:
+            (node, _, source), earlier = next(iter(sorted(again.items(), key=lambda kv: kv[0][2])))
+            raise InputError(f"{part}: its findings in {source}{f' (node {node})' if node else ''} were merged "
+                             f"already from {earlier}: the same log scanned twice; merge each log's scan once")
+        for key, digest in mine.items():
+            self.logs[key] = (digest, part)
+        self.parts.append(part)
+        return None
 
 
 def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
