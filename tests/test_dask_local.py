@@ -127,6 +127,6 @@ def test_interrupt_under_dask_local_exits_at_once_with_one_line(tmp_path, how, c
     assert proc.returncode == code, err
     # One line (after click's newline that ends the ^C): nothing from the cluster, the workers or Dask's exit handlers.
     assert err.lstrip(b"\n") == line, err.decode()
-    assert took < 1.5, f"{took:.1f} s"
+    assert took < 3, f"{took:.1f} s"  # ~0.2 s on an idle machine; 4 s and tracebacks before (review D19)
     time.sleep(0.2)
     assert not [p for p in workers if _alive(p)], "workers left running"
