@@ -77,7 +77,8 @@ def connect(address: str) -> Iterator[Client]:
         return
     _probe(address, where)
     try:
-        client = Client(where, timeout=CONNECT_SECONDS)
+        with _signals_to_this_thread():
+            client = Client(where, timeout=CONNECT_SECONDS)
     except (OSError, TimeoutError, ValueError) as exc:
         raise InputError(f"--dask {address}: cannot reach the scheduler: {exc}") from None
     try:
@@ -134,9 +135,10 @@ def _local_cluster(workers: int) -> Iterator[Client]:
             _STOPPING["on"] = True
             # ":0": the scheduler's HTTP server (health, metrics; no dashboard without bokeh) on a free
             # port; the default 8787 warns on stderr whenever another cluster holds it.
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                   memory_limit=0, silence_logs=logging.CRITICAL)
-            client = Client(cluster)
+            with _signals_to_this_thread():
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", memory_limit=0, silence_logs=logging.CRITICAL)
+                client = Client(cluster)
             yield client
         except BaseException as exc:
             # Ctrl-C, SIGTERM or an error: the workers are killed first, then the client and the
@@ -175,6 +177,22 @@ def _exit_soon(exc: BaseException) -> None:
     timer.start()
 
 
+@contextmanager
+def _signals_to_this_thread() -> Iterator[None]:
+    """Dask's threads started inside are born with Ctrl-C and SIGTERM blocked, so the kernel hands
+    those signals to this (the main) thread: one taken by a Dask thread would leave this thread
+    asleep in a wait of up to 10 s before Python runs the handler. A signal that arrives inside
+    is delivered at the end."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _kill_new_children(before: set[int | None]) -> None:
     """SIGKILL the worker processes started since `before` (the pids of the children then)."""
     for process in multiprocessing.active_children():
@@ -198,6 +216,7 @@ def _after_fork_in_child() -> None:
     _STOPPING["on"] = False
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # forked by a thread born with it blocked
     _die_with_parent()
 
 

@@ -97,7 +97,7 @@ def _start_blocked(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, set[i
     proc = subprocess.Popen([sys.executable, "-m", "analyzer", "scan", *(str(tmp_path / n) for n in ("a.log", "b.log", "c.log")),
                              "--dask", "local:2", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"})
     workers: set[int] = set()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(workers) < 2:
@@ -121,6 +121,11 @@ def test_interrupt_under_dask_local_exits_at_once_with_one_line(tmp_path, how, c
         os.kill(proc.pid, signal.SIGTERM)  # only the main process
     try:
         _, err = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:  # where it hangs: every thread's stack (PYTHONFAULTHANDLER)
+        alive = {p: _alive(p) for p in workers}
+        os.kill(proc.pid, signal.SIGABRT)
+        _, err = proc.communicate(timeout=15)
+        pytest.fail(f"no exit 15 s after the signal (exit {proc.returncode}; workers alive {alive}):\n{err.decode()}")
     finally:
         os.killpg(proc.pid, signal.SIGKILL) if proc.poll() is None else None
     took = time.monotonic() - start
