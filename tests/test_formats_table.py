@@ -37,6 +37,8 @@ SAMPLES = {
     "zstd": zstandard.ZstdCompressor().compress(LOG),
     "zip": zip_bytes({"a.log": LOG}),
     "tar": tar_bytes({"a.log": LOG}),
+    "7z": b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(range(256)),  # recognised, skipped: "unpack it first"
+    "rar": b"Rar!\x1a\x07\x01\x00" + bytes(range(256)),
     "utf-16-le": LOG.decode().encode("utf-16-le"),
     "utf-16-be": LOG.decode().encode("utf-16-be"),
     "text": LOG,
@@ -47,7 +49,7 @@ def test_every_row_has_a_sample_and_text_comes_last():
     assert sorted(f.name for f in FORMATS) == sorted(SAMPLES)
     assert FORMATS[-1].name == "text" and FORMATS[-1].test(b"\x00\x01anything", "")
     for fmt in FORMATS[:-1]:  # exactly one handler per row, plain text none
-        assert sum(x is not None for x in (fmt.codec, fmt.walk, fmt.encoding)) == 1, fmt.name
+        assert sum(x is not None for x in (fmt.codec, fmt.walk, fmt.encoding, fmt.unsupported)) == 1, fmt.name
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLES))

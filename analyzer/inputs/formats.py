@@ -41,8 +41,8 @@ class Peekable(Protocol):
 
 @dataclass(frozen=True)
 class Format:
-    """One row of the table. Exactly one of `codec`, `walk`, `encoding` is set, except for
-    plain text, which has none."""
+    """One row of the table. Exactly one of `codec`, `walk`, `encoding`, `unsupported` is set,
+    except for plain text, which has none."""
 
     name: str
     test: Callable[[bytes, str], bool]  # (first HEAD bytes, name) -> is it this format?
@@ -51,6 +51,7 @@ class Format:
     codec: Codec | None = None  # a compression: decompress, then look again
     walk: archives.Walker | None = None  # an archive: read its members
     encoding: str | None = None  # text in an encoding other than UTF-8 / ASCII
+    unsupported: str | None = None  # a format recognised but not read: why it is skipped
 
 
 # -- decompressors and tests ---------------------------------------------------------------------
@@ -154,6 +155,11 @@ FORMATS: tuple[Format, ...] = (
            codec=Codec(_zstd_decompressor, feed=1 << 9, bounded=False)),
     Format("zip", _magic(b"PK\x03\x04", b"PK\x05\x06"), (".zip",), walk=archives.walk_zip),
     Format("tar", _is_tar, (".tar",), walk=archives.walk_tar),
+    # Compressed archives no stdlib module opens: read as text they hold no visible code, and a
+    # gate would pass on a bundle it never read. Skipped (so --strict fails), with what to do.
+    Format("7z", _magic(b"7z\xbc\xaf\x27\x1c"), (".7z",), unsupported="7z archive: not supported; unpack it first"),
+    Format("rar", _magic(b"Rar!\x1a\x07\x00", b"Rar!\x1a\x07\x01\x00"), (".rar",),
+           unsupported="RAR archive: not supported; unpack it first"),
     Format("utf-16-le", _is_utf16_le, encoding="utf-16-le"),
     Format("utf-16-be", _is_utf16_be, encoding="utf-16-be"),
     Format("text", lambda head, name: True),
@@ -174,8 +180,8 @@ def lookalike(head: bytes, name: str = "") -> str | None:
 
 
 def sniff(stream: Peekable, name: str = "") -> str:
-    """Format name of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar, utf-16-le,
-    utf-16-be or text. The name only breaks one tie: an empty tar archive is nothing but zero
+    """Format name of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar, 7z, rar,
+    utf-16-le, utf-16-be or text. The name only breaks one tie: an empty tar archive is nothing but zero
     blocks."""
     return detect(stream.peek(HEAD), name).name
 

@@ -97,6 +97,9 @@ class Unpacker:
             self.skip(name, str(exc))
             return
         fmt = detect(head, name)
+        if fmt.unsupported is not None:
+            self.skip(name, fmt.unsupported)
+            return
         if fmt.codec is None and fmt.walk is None and fmt.encoding is None:
             fake = lookalike(head, name)
             if fake:  # nothing is lost: the bytes are scanned as they are
