@@ -56,7 +56,7 @@ class _OpenBurst:
     """A burst being built: the findings it needs to name (first, lead, one per other code) and
     counts, never the whole run."""
 
-    __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "others", "min_stamp",
+    __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "repeats", "others", "min_stamp",
                  "max_stamp", "severe_specific", "severe_any", "lead_is_specific", "links")
 
     def __init__(self, f: Finding, seconds: float | None) -> None:
@@ -65,6 +65,7 @@ class _OpenBurst:
         self.lead_is_specific = not f.generic
         self.count = 0
         self.echoes = 0  # generic findings other than the lead
+        self.repeats = 0  # the lead's failure again (same code, API and rule): counted, not listed as "also"
         self.others: dict[tuple[str, str, str], Finding] = {}
         self.min_stamp: str | None = None
         self.max_stamp: str | None = None
@@ -89,7 +90,11 @@ class _OpenBurst:
                     self.echoes += 1  # the generic first finding is now an echo
                 self.lead, self.lead_is_specific = f, True
             elif f is not self.lead:
-                self.others.setdefault((f.code, f.api or "", f.action), f)
+                lead = self.lead
+                if (f.code, f.api, f.rule) == (lead.code, lead.api, lead.rule):
+                    self.repeats += 1
+                else:
+                    self.others.setdefault((f.code, f.api or "", f.action), f)
         # A traceback's last line has no stamp of its own: it takes its record's time.
         stamp = f.timestamp or f.time_hint
         if stamp:
@@ -111,6 +116,7 @@ class _OpenBurst:
                 recoverable=lead.recoverable, rule=lead.rule, action=lead.action, remedy=lead.remedy,
                 text=lead.text),
             echoes=self.echoes,
+            repeats=self.repeats,
             # Lower-level errors logged just before the lead: the likely root cause.
             causes=tuple(Cause(line, family, code, meaning) for line, family, code, meaning in lead.causes[:5]),
             also=tuple(AlsoCode(code=f.code, name=f.name, api=f.api, line=f.line, action=f.action,

@@ -234,6 +234,7 @@ class Burst:
     req_ids: tuple[str, ...] = ()
     peers: tuple[tuple[str | None, str | None], ...] = ()
     counts: tuple[tuple[str, str | None, int], ...] = ()
+    repeats: int = 0  # the lead's failure again (same code, API and rule), not listed under `also`
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -248,6 +249,7 @@ class Burst:
             "severe": self.severe,
             "lead": self.lead.to_dict(),
             "echoes": self.echoes,
+            "repeats": self.repeats,
             "causes": [c.to_dict() for c in self.causes],
             "also": [a.to_dict() for a in self.also],
         }

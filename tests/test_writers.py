@@ -100,7 +100,7 @@ def test_one_finding_json_round_trips_in_a_stable_order(tmp_path):
     assert list(summary["codes"][0]) == ["code", "name", "api", "rule", "action", "recoverable", "count",
                                          "first_seen", "last_seen", "first_at", "sources", "more_sources"]
     assert list(summary["bursts"][0]) == ["source", "node", "kind", "pid", "lines", "first_seen", "last_seen",
-                                          "findings", "severe", "lead", "echoes", "causes", "also"]
+                                          "findings", "severe", "lead", "echoes", "repeats", "causes", "also"]
     assert summary["codes"][0]["api"] == "PullKvBlocks" and summary["actions"] == [{"action": "relink", "count": 1}]
     assert [f["action"] for f in report["findings"]] == ["relink"]
     # Re-encoding what was read gives the same text: key order is part of the format.

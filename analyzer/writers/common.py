@@ -152,8 +152,11 @@ def describe_also(also: Sequence[AlsoCode]) -> str:
 
 
 def describe_burst_extras(burst: Burst) -> str:
-    """`2 generic LLM_FAILED echoes; also X from API -> action, ...` (empty when neither)."""
+    """`3 repeats of the lead; 2 generic LLM_FAILED echoes; also X from API -> action, ...`
+    (empty when none)."""
     notes = []
+    if burst.repeats:
+        notes.append(f"{plural(burst.repeats, 'repeat')} of the lead")
     if burst.echoes:
         notes.append(f"{plural(burst.echoes, 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
     if burst.also:
