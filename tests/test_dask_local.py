@@ -97,7 +97,10 @@ def _start_blocked(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, set[i
     proc = subprocess.Popen([sys.executable, "-m", "analyzer", "scan", *(str(tmp_path / n) for n in ("a.log", "b.log", "c.log")),
                              "--dask", "local:2", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONFAULTHANDLER": "1"},
+                            # As from a terminal: a test run started in the background (`pytest &`)
+                            # has SIGINT ignored, and a child inherits that.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     workers: set[int] = set()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and len(workers) < 2:

@@ -39,7 +39,10 @@ def _start_blocked(tmp_path: Path, jobs: int) -> tuple[subprocess.Popen, set[int
     proc = subprocess.Popen([sys.executable, "-m", "analyzer", "scan", *(str(tmp_path / n) for n in ("a.log", "b.log", "c.log")),
                              "--jobs", str(jobs)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            # As from a terminal: a test run started in the background (`pytest &`)
+                            # has SIGINT ignored, and a child inherits that.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     workers: set[int] = set()
     deadline = time.monotonic() + (20 if jobs > 1 else 1.5)
     while time.monotonic() < deadline:  # wait for the scan to be under way
