@@ -93,10 +93,18 @@ class Links:
         for b in bursts:
             self.req_ids.setdefault(_node(b.node), set()).update(b.req_ids)
         self._cache: dict[tuple[str, str], bool] = {}
+        # Per node, what the pairs ask again and again (the sets are as big as the node's facts).
+        self._ips: dict[str, set[str]] = {}
+        self._clusters: dict[str, set[str]] = {}
+        self._paired: dict[str, set[str]] = {}
+        self._remote_by_ip: dict[str, dict[str, set[str | None]]] = {}  # node -> remote ip -> clusters
+        self._has_links: dict[str, bool] = {}
 
     def has_links(self, node: str) -> bool:
-        f = self.facts.get(None if node == NO_NODE else node)
-        return bool(f and f.has_links)
+        if node not in self._has_links:
+            f = self.facts.get(None if node == NO_NODE else node)
+            self._has_links[node] = bool(f and f.has_links)
+        return self._has_links[node]
 
     def linked(self, a: str, b: str) -> bool:
         if a == b:
@@ -111,13 +119,24 @@ class Links:
         fa, fb = self.facts.get(None if a == NO_NODE else a), self.facts.get(None if b == NO_NODE else b)
         if fa is None or fb is None:
             return False
-        ips, clusters = fb.ips, fb.cluster_ids
-        for cluster, addr in fa.remote:
-            if addr and addr_ip(addr) in ips and (cluster is None or not clusters or cluster in clusters):
+        if b not in self._ips:
+            self._ips[b], self._clusters[b] = fb.ips, fb.cluster_ids
+        ips, clusters = self._ips[b], self._clusters[b]
+        if a not in self._remote_by_ip:
+            by_ip: dict[str, set[str | None]] = {}
+            for cluster, addr in fa.remote:
+                if addr:
+                    by_ip.setdefault(addr_ip(addr), set()).add(cluster)
+            self._remote_by_ip[a] = by_ip
+        by_ip = self._remote_by_ip[a]
+        for ip in (by_ip.keys() & ips) if len(by_ip) < len(ips) else (ips & by_ip.keys()):
+            if any(cluster is None or not clusters or cluster in clusters for cluster in by_ip[ip]):
                 return True
         if fa.remote_ips & ips:
             return True
-        paired = {c for c, a2 in fa.remote if c and a2}
+        if a not in self._paired:
+            self._paired[a] = {c for c, a2 in fa.remote if c and a2}
+        paired = self._paired[a]
         roles_differ = fa.role is None or fb.role is None or fa.role != fb.role
         if roles_differ and (fa.remote_clusters - paired) & clusters:
             return True
