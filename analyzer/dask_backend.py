@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .errors import InputError
+from .inputs import unpack
 from .parallel import EngineFactory, UnitResult, WorkUnit, _die_with_parent, cpu_count, run_unit
 from .progress import Progress
 
@@ -291,6 +292,9 @@ def _engine_for(factory: bytes, token: str) -> Engine:
     cached: tuple[str, Engine] | None = getattr(_LOCAL, "engine", None)
     if cached is None or cached[0] != token:
         _undo_malloc_trim()
+        # As in the local pool's workers: each worker thread keeps a CPU busy, so a thread that
+        # inflates a .gz ahead would only compete with it (a fleet of .tar.gz: ~+15% time).
+        unpack.READ_AHEAD = False
         make_engine: Any = pickle.loads(factory)
         cached = (token, make_engine())
         _LOCAL.engine = cached

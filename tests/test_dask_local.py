@@ -89,6 +89,23 @@ def test_local_workers_spill_to_the_clients_store_like_the_local_pool(tmp_path, 
     assert all(spilled for spilled, _ in arrived), arrived
 
 
+def test_local_workers_inflate_in_their_own_thread_like_the_pools(tmp_path):
+    from analyzer import dask_backend
+    from analyzer.api import Options
+    from analyzer.inputs import iter_sources, unpack
+    from analyzer.parallel import plan_units
+    from analyzer.progress import Progress
+    from analyzer.rules import RuleSet
+
+    (tmp_path / "a.log").write_text(FINDING + "\n")
+    units = plan_units(list(iter_sources([str(tmp_path)], [])), 2)
+    with dask_backend.DaskRunner("local:2") as runner:
+        list(runner.run_units(units, Options().engine_factory(RuleSet.load()), Progress()))
+        ahead = runner.client.run(getattr, unpack, "READ_AHEAD")
+    # No read-ahead thread beside a busy worker (it only competes for the CPU), whatever the client does.
+    assert False in ahead.values() and unpack.READ_AHEAD
+
+
 def _start_blocked(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen, set[int]]:
     """A --dask local:2 scan stuck on two FIFOs that nobody writes, its two workers started."""
     os.mkfifo(tmp_path / "a.log")
