@@ -144,10 +144,11 @@ class StreamView(Protocol):
 
 
 def node_of(layout: Layout, record: Record | None, pod: str | None, default: str | None) -> str | None:
-    """The node: what the envelope names (a host), else the Ascend layout's (or --node), else the
-    pod; a folder that only holds the log names a node only when no pod does."""
-    return (record.node if record else None) or (
-        (layout.node if layout.anchored else None) or default or pod if pod else layout.node or default)
+    """The node: what the envelope names (a host), else --node (`default`: the user knows what the
+    path does not; a home folder or mount point above `ascend/log` is no node), else the Ascend
+    layout's, else the pod; a folder that only holds the log names a node only when no pod does."""
+    return (record.node if record else None) or default or (
+        (layout.node if layout.anchored else None) or pod if pod else layout.node)
 
 
 def process_key(layout: Layout, record: Record | None, pid: str | None) -> str | None:

@@ -1,11 +1,7 @@
 """`--node NAME` names the node of everything a scan reads whose node would come from its path
 (review D14): on the node itself, `~/ascend/log` sits under a home folder or a mount point, which
 is not a node, and per-node parts of a fleet must not collapse into the user's name. A host named
-by an envelope still wins.
-
-The fix is one line in `observed.node_of` (`default` before the layout's node), a file this
-helper may not edit while the engine's hot path is reworked: see the fleet2 report. Until it
-lands this test is an expected failure; strict, so it says when the fix is in."""
+by an envelope still wins."""
 
 from __future__ import annotations
 
@@ -13,7 +9,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from analyzer.cli import cli
 from click.testing import CliRunner
 
@@ -21,7 +16,6 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
 PLOG = "decode-node-2/ascend/log/debug/plog/plog-5569_20251112034002789.log"
 
 
-@pytest.mark.xfail(strict=True, reason="needs observed.node_of to put --node before the layout's node (fleet2 report)")
 def test_node_names_what_a_home_folder_or_mount_point_holds(tmp_path, monkeypatch):
     for root in ("home/aiuser", "mnt/nvme0"):
         plog = tmp_path / root / "ascend/log/debug/plog"

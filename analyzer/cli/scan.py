@@ -71,7 +71,8 @@ from .outputs import Output, resolve_outputs
 @click.option("--follow", is_flag=True,
               help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep).")
 @click.option("--node", metavar="NAME",
-              help="Node name for logs whose path names none (a scan of ~/ascend/log on the node itself).")
+              help="The node of everything scanned (a scan of ~/ascend/log on the node itself); "
+                   "only a host named by a log envelope beats it.")
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
