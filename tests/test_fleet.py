@@ -86,7 +86,10 @@ def test_node_names_a_local_log_tree(tmp_path, monkeypatch):
     named = scan_json("ascend/log", "--node", "host-7")
     assert {(f["node"], f["bundle"]) for f in named["findings"]} == {("host-7", "ascend/log")}
     assert [n["node"] for n in named["summary"]["nodes"]] == ["host-7"]
-    # A path that names its node keeps it: --node only fills in what the path does not say.
+    # An explicit --node beats what a folder above ascend/log seems to say (review D14: on a node
+    # that folder is a home folder or a mount point); without it, the folder names the node.
     monkeypatch.chdir(SAMPLES.parent)
-    kept = scan_json("sample_logs/decode-node-2", "--node", "host-7")
+    named = scan_json("sample_logs/decode-node-2", "--node", "host-7")
+    assert {f["node"] for f in named["findings"]} == {"host-7"}
+    kept = scan_json("sample_logs/decode-node-2")
     assert {f["node"] for f in kept["findings"]} == {"decode-node-2"}
