@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from analyzer.writers.parquet import ROW_GROUP
 
 from hostile import FINDING, ROOT
 
@@ -41,4 +42,4 @@ def test_a_storm_to_parquet_stays_under_200_mib_in_small_row_groups(tmp_path):
     assert peak <= 200, f"peak RSS {peak:.0f} MiB"
     meta = pq.ParquetFile(report).metadata
     assert meta.num_rows == 70_000
-    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 8192
+    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= ROW_GROUP
