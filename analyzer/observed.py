@@ -4,7 +4,7 @@ errors (HCCL, runtime, CANN, HIXL, torch_npu, MindIE, socket) logged on their ow
 Stage: engine side-channel. The engine fills one `Observed` per work unit (it rides in
 `InputStats`, so it is merged with the other counts); its size does not grow with the number of
 findings: link facts are sets of small values per node, and at most `MAX_RELATED` related errors
-are kept (the earliest per source first; the rest are only counted).
+are kept (the first in report order, whatever the units; the rest are only counted).
 """
 
 from __future__ import annotations
@@ -70,10 +70,17 @@ class Observed:
         facts_of.note(facts, pid)
 
     def note_related(self, event: RelatedEvent) -> None:
-        if len(self.related) < MAX_RELATED:
-            self.related.append(event)
-        else:
-            self.related_dropped += 1
+        self.related.append(event)
+        if len(self.related) >= 2 * MAX_RELATED:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Keep the MAX_RELATED first in report order (source, line): which ones does not depend on
+        how the inputs were cut into units, parts or Dask tasks, so `merge` and `--jobs` agree."""
+        if len(self.related) > MAX_RELATED:
+            self.related.sort(key=_related_key)
+            self.related_dropped += len(self.related) - MAX_RELATED
+            del self.related[MAX_RELATED:]
 
     def add(self, other: Observed) -> None:
         for node, facts in other.nodes.items():
@@ -81,9 +88,9 @@ class Observed:
                 self.nodes[node].merge(facts)
             else:
                 self.nodes[node] = facts
-        room = MAX_RELATED - len(self.related)
-        self.related.extend(other.related[:max(0, room)])
-        self.related_dropped += other.related_dropped + max(0, len(other.related) - max(0, room))
+        self.related.extend(other.related)
+        self.related_dropped += other.related_dropped
+        self._trim()
 
     def shift(self, lines: int) -> None:
         """Renumber the lines of a byte range that started `lines` lines into its file."""
@@ -103,7 +110,12 @@ class Observed:
                 self.nodes[node] = facts
 
     def sorted_related(self) -> list[RelatedEvent]:
-        return sorted(self.related, key=lambda e: (e.source, e.line, e.family, e.code))
+        self._trim()
+        return sorted(self.related, key=_related_key)
+
+
+def _related_key(e: RelatedEvent) -> tuple[str, int, str, str]:
+    return (e.source, e.line, e.family, e.code)
 
 
 def settle_related_years(events: list[RelatedEvent], known: dict[str | None, list[str]]) -> list[RelatedEvent]:
