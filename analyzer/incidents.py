@@ -89,6 +89,8 @@ class Links:
 
     def __init__(self, facts: dict[str | None, NodeFacts], bursts: Sequence[Burst]) -> None:
         self.facts = facts
+        for node_facts in facts.values():
+            node_facts.trim()  # the bounded sets the report shows, whatever the units were
         self.req_ids: dict[str, set[str]] = {}  # node -> req_ids its failures name
         for b in bursts:
             self.req_ids.setdefault(_node(b.node), set()).update(b.req_ids)

@@ -20,6 +20,7 @@ import regex
 from .catalog import read_yaml
 from .errors import RuleError
 
+MAX_VALUES = 128  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
 MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
 KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
          "device", "cann", "vllm", "vllm_ascend", "mindie", "xllm")
@@ -252,6 +253,7 @@ class NodeFacts:
     devices: set[str] = field(default_factory=set)
     pids: set[str] = field(default_factory=set)
     versions: dict[str, set[str]] = field(default_factory=dict)
+    _noted: int = 0  # lines noted (the sets are trimmed now and then)
 
     def note(self, facts: list[Fact], pid: str | None) -> None:
         """Add the facts of one line (logged by process `pid`)."""
@@ -280,6 +282,22 @@ class NodeFacts:
         if "remote_addr" in got or ("remote_cluster" in got and ("local_cluster" in got or "local_ip" in got)):
             # A link line: what this node links to (cluster and address when the line names both).
             self.remote.add((got.get("remote_cluster"), got.get("remote_addr")))
+        self._noted += 1
+        if self._noted % 1024 == 0:
+            self.trim(2 * MAX_VALUES)
+
+    def trim(self, limit: int = 0) -> None:
+        """Keep at most `limit` (MAX_VALUES by default) values of each set, the smallest: the same
+        ones whatever the order facts came in, so any --jobs, Dask or `merge` agree. A node has a
+        few addresses and peers; a log that prints a new one on every line costs no more."""
+        limit = limit or MAX_VALUES
+        for name in _BOUNDED:
+            values = getattr(self, name)
+            if len(values) > limit:
+                setattr(self, name, set(sorted(values, key=_value_key)[:limit]))
+        for kind, values in self.versions.items():
+            if len(values) > limit:
+                self.versions[kind] = set(sorted(values)[:limit])
 
     def merge(self, other: NodeFacts) -> None:
         self.roles.update(other.roles)
@@ -290,6 +308,7 @@ class NodeFacts:
             self.req_ids.update(sorted(other.req_ids - self.req_ids)[:room])
         for kind, values in other.versions.items():
             self.versions.setdefault(kind, set()).update(values)
+        self.trim(2 * MAX_VALUES)
 
     def cluster_rows(self) -> list[dict[str, str | None]]:
         """Local clusters with device and pid; a row without a device is dropped when another row
@@ -319,6 +338,7 @@ class NodeFacts:
         return bool(self.clusters or self.ips or self.remote or self.remote_clusters or self.remote_ips)
 
     def to_dict(self, node: str | None) -> dict[str, Any]:
+        self.trim()
         return {
             "node": node,
             "role": self.role,
@@ -347,6 +367,16 @@ class NodeFacts:
         facts.devices, facts.req_ids = set(d.get("devices") or ()), set(d.get("req_ids") or ())
         facts.versions = {k: set(v) for k, v in (d.get("versions") or {}).items()}
         return facts
+
+
+_BOUNDED = ("clusters", "local_ips", "listen", "remote", "remote_clusters", "remote_ips", "devices", "pids")
+
+
+def _value_key(value: object) -> tuple[object, ...]:
+    """An order on a set's values (strings, or tuples of optional strings) for `NodeFacts.trim`."""
+    if isinstance(value, tuple):
+        return tuple(_num_key(v) for v in value)
+    return _num_key(value if isinstance(value, str) else None)
 
 
 def _num_key(value: str | None) -> tuple[int, int, str]:
