@@ -20,7 +20,7 @@ import regex
 from .catalog import read_yaml
 from .errors import RuleError
 
-MAX_VALUES = 128  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
+MAX_VALUES = 64  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
 MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
 KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
          "device", "cann", "vllm", "vllm_ascend", "mindie", "xllm")
@@ -283,8 +283,8 @@ class NodeFacts:
             # A link line: what this node links to (cluster and address when the line names both).
             self.remote.add((got.get("remote_cluster"), got.get("remote_addr")))
         self._noted += 1
-        if self._noted % 1024 == 0:
-            self.trim(2 * MAX_VALUES)
+        if self._noted % 256 == 0:
+            self.trim(MAX_VALUES + MAX_VALUES // 2)
 
     def trim(self, limit: int = 0) -> None:
         """Keep at most `limit` (MAX_VALUES by default) values of each set, the smallest: the same
@@ -308,7 +308,7 @@ class NodeFacts:
             self.req_ids.update(sorted(other.req_ids - self.req_ids)[:room])
         for kind, values in other.versions.items():
             self.versions.setdefault(kind, set()).update(values)
-        self.trim(2 * MAX_VALUES)
+        self.trim(MAX_VALUES + MAX_VALUES // 2)
 
     def cluster_rows(self) -> list[dict[str, str | None]]:
         """Local clusters with device and pid; a row without a device is dropped when another row
