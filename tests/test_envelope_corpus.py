@@ -73,7 +73,7 @@ def test_no_finding_on_a_negative_line():
 
 
 def test_the_stdlib_prefilter_finds_the_same_as_hyperscan():
-    from analyzer.api import Options, analyze
+    from analyzer.run.api import Options, analyze
 
     paths = [str(CORPUS / entry["path"]) for entry in KEY["files"]]
     runs = [[f.to_dict() for f in analyze(paths, options=Options(prefilter=engine)).findings]

@@ -5,11 +5,11 @@ import gzip
 import json
 from pathlib import Path
 
-import analyzer.parallel as parallel
+import analyzer.run.parallel as parallel
 from analyzer import analyze
-from analyzer.api import Options
 from analyzer.cli import cli
 from analyzer.inputs import iter_sources
+from analyzer.run.api import Options
 from click.testing import CliRunner
 
 from bundles import tar_bytes

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import zstandard
 from analyzer import analyze
-from analyzer.api import Options
 from analyzer.cli import cli
 from analyzer.inputs import Limits, Selection
+from analyzer.run.api import Options
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -4,9 +4,9 @@ long lines or line endings; both prefilter engines give the same candidates."""
 import io
 
 import pytest
-from analyzer import scanner
-from analyzer.patterns import BASE_LITERALS
-from analyzer.scanner import Prefilter, ScanCounts, scan_stream
+from analyzer.detect.patterns import BASE_LITERALS
+from analyzer.scan import blocks as scanner
+from analyzer.scan.blocks import Prefilter, ScanCounts, scan_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,7 +106,7 @@ def test_both_prefilter_engines_give_the_same_findings(rules):
     from pathlib import Path
 
     from analyzer import analyze
-    from analyzer.api import Options
+    from analyzer.run.api import Options
 
     logs = [str(Path(__file__).parent.parent / "sample_logs"), str(Path(__file__).parent / "data" / "unseen")]
     fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))

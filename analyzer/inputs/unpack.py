@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..records import Skipped
+from ..core.records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
 from .formats import HEAD, detect, lookalike
 from .names import printable

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ..records import Finding
+from ..core.records import Finding
 
 # The columns the issue asks for, in this order.
 KEY_COLUMNS = ("bundle", "node", "pod", "kind", "device", "pid", "code", "name", "api", "action", "rule",

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..records import Finding
+from ..core.records import Finding
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 _string: Callable[[str], str] = json.encoder.encode_basestring  # C, when built (ensure_ascii=False)

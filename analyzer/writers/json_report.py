@@ -57,7 +57,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
 def _lines(analysis: Analysis) -> Iterator[str]:
     """Each finding's JSON line; with a baseline, every finding of the run, marked `baseline: new|known`
     (the summary counts the new ones)."""
-    from ..store import sort_key
+    from ..run.store import sort_key
 
     known = analysis.known_errors
     if known is None or known.baseline is None:

@@ -29,7 +29,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from .. import Analysis
-    from ..report import Summary
+    from ..diagnose.summary import Summary
 
 name = "markdown"
 suffix = ".md"

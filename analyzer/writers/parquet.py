@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .columns import COLUMNS, value
 
 if TYPE_CHECKING:
