@@ -90,12 +90,12 @@ def test_local_workers_spill_to_the_clients_store_like_the_local_pool(tmp_path, 
 
 
 def test_local_workers_inflate_in_their_own_thread_like_the_pools(tmp_path):
+    from analyzer.core.progress import Progress
     from analyzer.inputs import iter_sources, unpack
     from analyzer.knowledge.rules import RuleSet
     from analyzer.run import dask_cluster as dask_backend
     from analyzer.run.api import Options
     from analyzer.run.parallel import plan_units
-    from analyzer.run.progress import Progress
 
     (tmp_path / "a.log").write_text(FINDING + "\n")
     units = plan_units(list(iter_sources([str(tmp_path)], [])), 2)

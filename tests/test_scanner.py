@@ -4,6 +4,7 @@ long lines or line endings; both prefilter engines give the same candidates."""
 import io
 
 import pytest
+from analyzer.core.serial import finding_dict
 from analyzer.detect.patterns import BASE_LITERALS
 from analyzer.scan import blocks as scanner
 from analyzer.scan.blocks import Prefilter, ScanCounts, scan_stream
@@ -111,4 +112,4 @@ def test_both_prefilter_engines_give_the_same_findings(rules):
     logs = [str(Path(__file__).parent.parent / "sample_logs"), str(Path(__file__).parent / "data" / "unseen")]
     fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))
     pure = analyze(logs, rules=rules, options=Options(prefilter="find"))
-    assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in pure.findings]
+    assert [finding_dict(f) for f in fast.findings] == [finding_dict(f) for f in pure.findings]

@@ -11,6 +11,7 @@ import analyzer.run.parallel as parallel
 import analyzer.run.store as store_mod
 from analyzer import analyze, analyze_text, load_rules
 from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
 from analyzer.core.times import parse_ts, year_refs
 from analyzer.diagnose.tally import Tally, summarize
 from analyzer.inputs import iter_sources
@@ -184,11 +185,11 @@ def test_memoised_templates_give_the_findings_of_the_straightforward_path(in_roo
     the answer-key corpora is the same as with each template computed from scratch."""
     import analyzer.detect.fingerprint as fp
 
-    fast = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    fast = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
     memo = dict(fp._MEMO)
     assert memo, "the memo was used"
     monkeypatch.setattr(fp, "message_template", fp.mask)
-    plain = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    plain = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
     assert fast == plain and len(fast) > 150
 
 
@@ -244,8 +245,8 @@ def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
 
 
 def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
+    from analyzer.core import serial as encode
     from analyzer.core.records import Finding
-    from analyzer.writers import encode
 
     assert encode.finding_line is encode._fast  # the fast path is in use: it knows every field
     findings = list(analyze(ANSWER_KEYS).findings)
@@ -253,7 +254,7 @@ def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
                                causes=((3, "hccl", "9", "timeout \"x\""),), references=(), api_line=0,
                                recoverable=False, known=False, bundle="b!c")
     for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "m", "t", "hex")]:
-        assert encode.finding_line(f) == json.dumps(f.to_dict(), ensure_ascii=False)
+        assert encode.finding_line(f) == json.dumps(finding_dict(f), ensure_ascii=False)
 
 
 def test_archive_members_out_of_order_come_back_in_report_order(tmp_path, monkeypatch):

@@ -101,11 +101,11 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
 
     With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
     """
+    from ..core.progress import Progress, ProgressBar
     from ..core.times import window_bound
     from ..inputs import Limits, default_paths, printable
     from ..run.api import Options, analyze
     from ..run.parallel import cpu_count
-    from ..run.progress import Progress, ProgressBar
 
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:

@@ -1,4 +1,11 @@
-"""TODO docstring."""
+"""What a scan observes besides findings, as records: each node's link facts (`NodeFacts`) and the
+neighbour-family errors logged on their own (`RelatedEvent`), gathered per work unit in `Observed`.
+
+Layer: core. Bounded by design: link facts are sets of small values per node (at most
+`MAX_NODE_FACT_VALUES` each, `MAX_REQ_IDS` request ids), and at most `MAX_RELATED` related errors
+are kept (the first in report order, whatever the units; the rest are only counted). The engine
+fills them (`detect.observer`); incidents read them (`diagnose`).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     pass
 
-
 MAX_VALUES = 64  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
-
 MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
-
 KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
          "device", "cann", "vllm", "vllm_ascend", "mindie", "xllm")
-
 VERSION_KINDS = ("cann", "vllm", "vllm_ascend", "mindie", "xllm")
 
 Fact = tuple[str, str]  # (kind, value)
@@ -154,7 +157,6 @@ class NodeFacts:
         facts.devices, facts.req_ids = set(d.get("devices") or ()), set(d.get("req_ids") or ())
         facts.versions = {k: set(v) for k, v in (d.get("versions") or {}).items()}
         return facts
-
 _BOUNDED = ("clusters", "local_ips", "listen", "remote", "remote_clusters", "remote_ips", "devices", "pids")
 
 def _value_key(value: object) -> tuple[object, ...]:
@@ -167,7 +169,6 @@ def _num_key(value: str | None) -> tuple[int, int, str]:
     if value is None:
         return (0, 0, "")
     return (1, int(value), "") if value.isdigit() else (2, 0, value)
-
 
 MAX_RELATED = 5000
 

@@ -63,44 +63,6 @@ class Finding(NamedTuple):
     time_source: str | None = None  # where `timestamp` came from: line | envelope (None: no time)
     link: tuple[tuple[str, str], ...] = ()  # link facts of its line and process: (kind, value), by kind
 
-    def to_dict(self) -> dict:
-        """The JSON shape of a finding (stable key order)."""
-        return {
-            "source": self.source,
-            "line": self.line,
-            "timestamp": self.timestamp,
-            "time_source": self.time_source,
-            "inferred_time": self.time_hint,
-            "code": self.code,
-            "name": self.name,
-            "known": self.known,
-            "api": self.api,
-            "api_evidence": self.api_evidence,
-            "api_line": self.api_line,
-            "recoverable": self.recoverable,
-            "rule": self.rule,
-            "fingerprint": self.fingerprint,
-            "action": self.action,
-            "remedy": self.remedy,
-            "references": list(self.references),
-            "form": self.form,
-            "in_cluster_results": self.in_cluster_results,
-            "bundle": self.bundle,
-            "node": self.node,
-            "pod": self.pod,
-            "container": self.container,
-            "stream": self.stream,
-            "envelope": self.envelope,
-            "envelope_time": self.envelope_time,
-            "kind": self.kind,
-            "device": self.device,
-            "pid": self.pid,
-            "tid": self.tid,
-            "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in self.causes],
-            "link": dict(self.link),
-            "text": self.text,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Skipped:

@@ -1,4 +1,9 @@
-"""TODO docstring."""
+"""Causes of a finding: the lower-level errors (HCCL, runtime, HIXL, ...) logged just before it.
+
+Stage: detect. `CauseFinder` looks back at most `CAUSE_LINES` lines and `CAUSE_SECONDS` seconds
+from a finding, within the same process, for lines of a neighbour family
+(`knowledge.families.NeighbourMatcher`).
+"""
 
 from __future__ import annotations
 
@@ -14,11 +19,8 @@ if TYPE_CHECKING:
     from ..inputs import YearHint
     from ..scan.blocks import Candidate
 
-
 CAUSE_LINES = 15  # how far before a finding a neighbour error still counts as its likely cause
-
 CAUSE_SECONDS = 30.0  # ... and how long before it
-
 NEAR_BYTES = 4096  # a previous finding this close: test the bytes since it instead of walking lines
 
 class Event(NamedTuple):

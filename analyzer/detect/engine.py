@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from ..core.headers import header_for, record_headers
 from ..core.observations import Fact, Observed
+from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
 from ..inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
 from ..inputs.streams import Reader
@@ -24,7 +25,6 @@ from ..knowledge.catalog import format_code
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
 from ..knowledge.rules import RuleMatch, RuleSet
-from ..run.progress import Progress
 from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek

@@ -29,7 +29,7 @@ from ..core.observations import NodeFacts, RelatedEvent, addr_ip
 from ..core.records import Finding
 from ..core.times import seconds
 from ..knowledge.rules import RuleSet
-from .summary import Burst, Incident, IncidentLead
+from .summary import Burst, IncidentLead
 
 GAP_SECONDS = 0.5  # failures of linked nodes this close in time are one incident (a link failure
 #                    crosses to the other side within milliseconds)
@@ -272,28 +272,6 @@ def attach_related(groups: list[_Group], bursts: Sequence[Burst], related: Seque
                 best, best_gap = gi, gap
         if best is not None:
             groups[best].related.append(k)
-
-
-def build_incidents(bursts: Sequence[Burst], related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts],
-                    rules: RuleSet) -> tuple[Incident, ...]:
-    """The incidents of a run, most severe first (more nodes, more findings, then earlier)."""
-    from .story import incident_of  # wording lives apart from grouping
-
-    if not bursts:
-        return ()
-    links = Links(facts, bursts)
-    groups = group_units(bursts, related, links)
-    attach_related(groups, bursts, related, links)
-    made = [incident_of(g.bursts, g.related, bursts, related, facts, rules) for g in groups]
-    made.sort(key=lambda inc: (-len(inc.nodes), -inc.findings, not inc.severe, order_time(inc.start),
-                               inc.lead.source, inc.lead.line))
-    return tuple(_renumber(inc, n) for n, inc in enumerate(made, 1))
-
-
-def _renumber(incident: Incident, n: int) -> Incident:
-    from dataclasses import replace
-
-    return replace(incident, id=n)
 
 
 def lead_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Sequence[Burst],

@@ -32,6 +32,7 @@ import yaml
 
 from ..core.errors import DDTriageError
 from ..core.records import Finding
+from ..core.serial import finding_dict
 
 if TYPE_CHECKING:
     from ..knowledge.catalog import Catalog
@@ -107,7 +108,7 @@ class KnownErrors:
             out["baseline"] = {"file": self.baseline, "new": self.new, "known": len(self.known),
                                "gone": [g.to_dict() for g in self.gone]}
         if self.suppressions is not None:
-            out["suppressed"] = [dict(f.to_dict(), suppressed_by=s.to_dict()) for f, s in self.suppressed]
+            out["suppressed"] = [dict(finding_dict(f), suppressed_by=s.to_dict()) for f, s in self.suppressed]
             out["expired_suppressions"] = [s.to_dict() for s in self.expired]
         return out
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ..core.observations import NodeFacts, RelatedEvent
 from ..knowledge.rules import RuleSet
-from .incidents import GAP_SECONDS, NO_NODE, lead_of, order_time, seconds
+from .incidents import GAP_SECONDS, NO_NODE, Links, attach_related, group_units, lead_of, order_time, seconds
 from .summary import Burst, Incident, IncidentLead
 
 MAX_FOLLOW = 2  # LLM-DataDist remedies named after the lead's
@@ -201,3 +201,23 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
     if shared:
         text += f" req_id {_short_list(shared)} failed on both sides."
     return text + f" So: {action_word}."
+
+
+def build_incidents(bursts: Sequence[Burst], related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts],
+                    rules: RuleSet) -> tuple[Incident, ...]:
+    """The incidents of a run, most severe first (more nodes, more findings, then earlier)."""
+    if not bursts:
+        return ()
+    links = Links(facts, bursts)
+    groups = group_units(bursts, related, links)
+    attach_related(groups, bursts, related, links)
+    made = [incident_of(g.bursts, g.related, bursts, related, facts, rules) for g in groups]
+    made.sort(key=lambda inc: (-len(inc.nodes), -inc.findings, not inc.severe, order_time(inc.start),
+                               inc.lead.source, inc.lead.line))
+    return tuple(_renumber(inc, n) for n, inc in enumerate(made, 1))
+
+
+def _renumber(incident: Incident, n: int) -> Incident:
+    from dataclasses import replace
+
+    return replace(incident, id=n)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import archives
-from .codecs import Codec, Decompressed, Decompressor
+from .codecs import Codec, Decompressed, Decompressor, looks_utf16
 from .streams import LimitExceeded, Reader
 
 _zlib: Any
@@ -97,23 +97,6 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
     if len(zeros) < 16:
         return False
     return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
-
-
-def looks_utf16(data: bytes, little: bool) -> bool:
-    """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
-    least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
-    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all."""
-    data = data[: len(data) // 2 * 2]
-    if len(data) < 4:
-        return False
-    high = data[1::2] if little else data[0::2]
-    if high.count(0) * 4 < len(high):
-        return False
-    try:
-        data.decode("utf-16-le" if little else "utf-16-be")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(data) - 2  # only a surrogate pair cut by the end of the sample
-    return True
 
 
 def _is_utf16_le(head: bytes, name: str) -> bool:

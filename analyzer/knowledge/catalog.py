@@ -193,6 +193,11 @@ class Catalog:
     def get(self, value: int) -> Code | None:
         return self.by_value.get(value & 0xFFFFFFFF)
 
+    def is_generic(self, code: str) -> bool:
+        """Whether a code printed as in reports (`0x5010B009`) is a generic one of the catalog."""
+        found = self.get(int(code, 16))
+        return found.generic if found else False
+
     def lookup(self, text: str) -> tuple[int, Code | None] | None:
         """Resolve user input (hex, decimal or any name) to (value, code or None)."""
         token = text.strip()

@@ -23,16 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.observations import NodeFacts, RelatedEvent, settle_related_years
+from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Skipped
 from ..core.times import time_policy, window_bound
 from ..detect.engine import Engine
-from ..diagnose.incidents import build_incidents
+from ..diagnose.story import build_incidents
 from ..diagnose.summary import Summary
 from ..diagnose.tally import Tally
 from ..inputs import Limits, Selection, iter_sources
 from ..knowledge.rules import RuleSet
 from .parallel import EngineFactory, merge, plan_units, run_units
-from .progress import Progress
 from .store import FindingStore, sort_key, spill_dir
 
 if TYPE_CHECKING:

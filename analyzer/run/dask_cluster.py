@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..core.errors import InputError
+from ..core.progress import Progress
 from ..inputs import unpack
 from .parallel import EngineFactory, UnitResult, WorkUnit, _die_with_parent, cpu_count, run_unit
-from .progress import Progress
 
 if TYPE_CHECKING:
     from distributed import Client, Future

@@ -1,4 +1,7 @@
-"""TODO docstring."""
+"""The end of a run, in one place: what scan, merge and the baseline path all do once the findings
+are in a store (the time policy and window, the tally, related errors, incidents, the summary),
+and the known errors (baseline, suppressions) applied after it.
+"""
 
 from __future__ import annotations
 

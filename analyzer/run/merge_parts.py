@@ -25,10 +25,10 @@ from typing import IO, Any
 from ..core.errors import InputError
 from ..core.observations import Observed
 from ..core.records import Finding, InputStats, Skipped
-from ..diagnose.incidents import build_incidents
+from ..core.serial import PARQUET_METADATA_KEY, finding_of, load_pyarrow
+from ..diagnose.story import build_incidents
 from ..diagnose.tally import Tally
 from ..knowledge.rules import RuleSet
-from ..writers.columns import finding_of
 from .api import Analysis
 from .store import FindingStore, RunWriter, spill_dir
 
@@ -161,7 +161,7 @@ def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
             text.seek(0)
             for n, line in enumerate(text, 1):
                 if line.strip():
-                    sink(finding_from_dict(_loads(line, path, n), rules))
+                    sink(finding_of(_loads(line, path, n), rules.catalog.is_generic))
             return None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -200,16 +200,15 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
         if item.startswith("{"):
             found = _loads(item, path, n)
             if found.get("baseline") != "known":  # hidden by that scan's baseline
-                sink(finding_from_dict(found, rules))
+                sink(finding_of(found, rules.catalog.is_generic))
     return stats_from_dict(report["inputs"])
 
 
 def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None) -> InputStats:
-    from ..writers.parquet import METADATA_KEY, _pyarrow
 
-    pq = _pyarrow().parquet
+    pq = load_pyarrow().parquet
     handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # read in pieces, not whole
-    meta = (handle.schema_arrow.metadata or {}).get(METADATA_KEY)
+    meta = (handle.schema_arrow.metadata or {}).get(PARQUET_METADATA_KEY)
     if meta is None:
         raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
     for batch in handle.iter_batches(batch_size=4096):  # a few MiB of rows at a time
@@ -219,13 +218,6 @@ def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed
     if observed is not None:
         observed.add_report(head.get("related") or [], head.get("links") or [])
     return stats_from_dict(head["inputs"])
-
-
-def finding_from_dict(d: dict[str, Any], rules: RuleSet) -> Finding:
-    """A finding from its JSON shape (`Finding.to_dict`); `generic` (not in the JSON) comes from
-    the catalog."""
-    code = rules.catalog.get(int(d["code"], 16))
-    return finding_of(d)._replace(generic=code.generic if code else False)
 
 
 def stats_from_dict(d: dict[str, Any]) -> InputStats:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import BinaryIO, cast
 
+from ..core.progress import Progress
 from ..core.records import Finding, InputStats
 from ..detect.engine import Engine
 from ..diagnose.bursts import BurstKey, Bursts
@@ -34,7 +35,6 @@ from ..inputs.own import HEAD as OWN_HEAD
 from ..inputs.own import own_document
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
-from .progress import Progress
 from .store import FindingStore, Run, RunWriter
 
 SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers

@@ -1,4 +1,11 @@
-"""TODO docstring."""
+"""The clock of one stream: which time a line has.
+
+Stage: scan. A line without a timestamp (a traceback's last line) takes the time of the record
+before it; with a known starting year a year-less stamp that jumps back from December to January
+has crossed into the next year; an envelope's own time tells the zone of a line printed without
+one. What a run does with times afterwards (settling guessed years, the --since/--until window)
+is `core.times`.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +24,8 @@ if TYPE_CHECKING:
 
 
 Earlier = Sequence[tuple[int, str]]  # (line number, text) of the lines before a hit, oldest first
-
 _OFFSET = re.compile(r"(?:Z|[+-]\d\d:?\d\d)$")
-
 ZONE_STEP = 900  # zone offsets are whole quarter hours
-
 ZONE_SLACK = 300  # how far a line's own stamp may be from its envelope's and still tell its zone
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from ..core.records import Finding
 
 if TYPE_CHECKING:
-    from .. import Analysis
     from ..core.observations import RelatedEvent
+    from ..run.api import Analysis
 
 TOOL_URI = "https://pypi.org/project/ddtriage/"
 

@@ -6,11 +6,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..core.progress import human_bytes
 from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
-from ..run.progress import human_bytes
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 
 def describe_code(code: str, name: str | None) -> str:

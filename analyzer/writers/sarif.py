@@ -37,9 +37,9 @@ from .ci import (
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from .. import Analysis
     from ..core.records import Finding
     from ..knowledge.rules import Rule
+    from ..run.api import Analysis
 
 name = "sarif"
 suffix = ".sarif"

@@ -48,9 +48,9 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from .. import Analysis
     from ..core.observations import RelatedEvent
     from ..diagnose.summary import Burst, Incident, Summary
+    from ..run.api import Analysis
 
 name = "text"
 suffix = ".txt"
