@@ -26,10 +26,11 @@ from .core.records import Finding, InputStats, Skipped
 if TYPE_CHECKING:
     from .knowledge.explain import explain
     from .knowledge.rules import RuleSet
-    from .run.api import Analysis, Options, analyze, analyze_text
+    from .run.analysis import Analysis
+    from .run.api import Options, analyze, analyze_text
 
 # Imported on first use (PEP 562): `ddtriage --help` and `explain` must not pay for the engine.
-_LAZY = {"Analysis": "run.api", "Options": "run.api", "analyze": "run.api", "analyze_text": "run.api",
+_LAZY = {"Analysis": "run.analysis", "Options": "run.api", "analyze": "run.api", "analyze_text": "run.api",
          "explain": "knowledge.explain", "RuleSet": "knowledge.rules"}
 
 

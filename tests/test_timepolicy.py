@@ -4,12 +4,12 @@ year-less stamps (file names, --year, mtimes, New Year crossings, the node's oth
 import io
 import os
 import tarfile
-from datetime import datetime
+from datetime import UTC, datetime
 
 from analyzer import analyze
 from analyzer.core.headers import parse_header
 from analyzer.core.records import Finding
-from analyzer.core.times import apply_window, parse_ts, settle_years
+from analyzer.core.times import EVERY_TIME, TimeWindow, parse_ts, parse_tz, settle_years
 from analyzer.inputs import YearHint
 from analyzer.run.api import Options
 from analyzer.scan.clock import Rollover, StreamClock, time_before
@@ -139,12 +139,23 @@ def test_settle_years_gives_february_29th_a_leap_year():
     assert out[1].timestamp == "2024-02-29T00:00:00"  # of 2024, 2025, 2026 only 2024 has the day
 
 
-def test_apply_window_keeps_what_has_no_time():
+def test_the_window_keeps_what_has_no_time():
     inside, outside = _finding("2025-11-12T03:50:00"), _finding("2025-11-12T05:00:00")
     hinted, timeless = _finding(None, time_hint="2025-11-12T03:55:00"), _finding(None)
-    since, until = datetime(2025, 11, 12, 3, 45), datetime(2025, 11, 12, 4, 0)
-    assert apply_window([inside, outside, hinted, timeless], since, until) == [inside, hinted, timeless]
-    assert apply_window([outside], None, None) == [outside]
+    window = TimeWindow.of(datetime(2025, 11, 12, 3, 45), datetime(2025, 11, 12, 4, 0))
+    kept = [f for f in (inside, outside, hinted, timeless) if window.holds(f.timestamp, f.time_hint)]
+    assert kept == [inside, hinted, timeless]
+    assert EVERY_TIME.holds(outside.timestamp) and not EVERY_TIME
+
+
+def test_one_window_for_findings_and_related_errors_whatever_the_bounds_carry():
+    """Review #16: related errors were windowed against the raw bounds, findings against the
+    zone-adjusted ones, so an aware bound met a naive stamp (TypeError)."""
+    window = TimeWindow.of(datetime(2025, 11, 12), None, parse_tz("+08:00"))
+    assert window.since == datetime(2025, 11, 11, 16, 0)  # naive UTC, as stamps are compared
+    assert window.holds("2025-11-11T17:00:00") and not window.holds("2025-11-11T15:59:59")
+    assert window.holds("2025-11-12T01:00:00+08:00") is True  # 17:00 UTC
+    assert TimeWindow.of(datetime(2025, 11, 12, tzinfo=UTC), None).holds("2025-11-12T00:00:01")
 
 
 def test_a_stamp_less_line_takes_the_time_of_its_process_record_before_it():

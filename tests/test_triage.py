@@ -16,7 +16,7 @@ BURSTS = "\n".join([
 
 def test_bursts_leads_and_echoes(rules):
     findings = analyze_text(BURSTS, rules)
-    summary = summarize(findings, rules)
+    summary = summarize(findings)
     assert summary.findings == 5
     first, second = summary.bursts
     # The burst holding a specific code that is not recoverable (a transfer timeout: relink)
@@ -29,7 +29,7 @@ def test_bursts_leads_and_echoes(rules):
 
 
 def test_counts_by_code_and_api(rules):
-    summary = summarize(analyze_text(BURSTS, rules), rules)
+    summary = summarize(analyze_text(BURSTS, rules))
     rows = {(r.name, r.api): r for r in summary.codes}
     assert rows[("LLM_FAILED", "LinkLlmClusters")].count == 2
     assert rows[("LLM_FAILED", "LinkLlmClusters")].first_seen == "2025-11-12T03:40:05.200000"
@@ -39,7 +39,7 @@ def test_counts_by_code_and_api(rules):
 
 
 def test_empty_summary(rules):
-    assert summarize([], rules) == Summary()
+    assert summarize([]) == Summary()
     assert Summary().to_dict() == {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "actions": [],
                                    "nodes": [], "bursts": [], "bundles": [], "more_bundles": 0,
                                    "fingerprints": [], "more_fingerprints": 0, "incidents": []}

@@ -152,7 +152,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         fail("nothing was scanned: no log file was read"
              + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
                 if left_out else "") + "; check the paths and globs, or pass --allow-empty")
-    _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
+    analysis = _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     if around:
         from ..run.readback import context_of
 
@@ -179,19 +179,19 @@ def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool)
 
 
 def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None, suppressions: str | None,
-                  quiet: bool) -> None:
+                  quiet: bool) -> Analysis:
     """Record a baseline of everything found, then hide what the baseline and suppressions know."""
     from ..diagnose.known_errors import baseline_entries, write_entries
     from ..run.finish import apply_known_errors
 
     if not (baseline or write_to or suppressions):
-        return  # the findings stay where they are (on disk for a storm), not read into a list
+        return analysis  # the findings stay where they are (on disk for a storm), not read into a list
     # One entry per fingerprint, read from the store before the known errors are taken out.
     recorded = baseline_entries(analysis.findings) if write_to else []
     if baseline and write_to and not os.path.exists(baseline):
         baseline = None  # the first run of a gate that records its baseline: nothing is known yet
     try:
-        apply_known_errors(analysis, baseline, suppressions)  # against the old baseline, then record the new
+        analysis = apply_known_errors(analysis, baseline, suppressions)  # against the old baseline, then record the new
         if write_to:
             write_entries(recorded, write_to)
     except DDTriageError as exc:
@@ -200,6 +200,7 @@ def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None
     for s in known.expired if known and not quiet else ():
         click.echo(f"ddtriage: warning: {suppressions}: suppression {s.describe()} expired on {s.expires}; "
                    "it hides nothing now: renew or remove it", err=True)
+    return analysis
 
 
 def _write(report: Output, analysis: Analysis, color: str = "never", no_pager: bool = True) -> None:

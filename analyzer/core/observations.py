@@ -256,29 +256,6 @@ class Observed:
         self._trim()
         return sorted(self.related, key=_related_key)
 
+
 def _related_key(e: RelatedEvent) -> tuple[str, int, str, str]:
     return (e.source, e.line, e.family, e.code)
-
-def settle_related_years(events: list[RelatedEvent], known: dict[str | None, list[str]]) -> list[RelatedEvent]:
-    """Year-less stamps whose year was only guessed take the year nearest the node's other stamps
-    (`known`: node -> stamps with a sure year), as findings do (`timepolicy.settle_years`)."""
-    everything = sorted(t for stamps in known.values() for t in stamps)
-    out = []
-    for e in events:
-        stamps = sorted(known.get(e.node) or everything)
-        stamp = e.timestamp
-        if e.year_guessed and stamp and stamps:
-            ref = stamps[len(stamps) // 2]
-            years = [int(ref[:4]) + d for d in (-1, 0, 1)]
-            best = min(years, key=lambda y: abs(_ordinal(f"{y:04d}{stamp[4:]}") - _ordinal(ref)))
-            e = e._replace(timestamp=f"{best:04d}{stamp[4:]}", year_guessed=False)
-        out.append(e)
-    return out
-
-def _ordinal(ts: str) -> float:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(ts).timestamp()
-    except ValueError:  # February 29th of a common year
-        return float("inf")

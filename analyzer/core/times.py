@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING
 
+from .observations import RelatedEvent
 from .records import Finding
 
 if TYPE_CHECKING:
@@ -149,10 +150,13 @@ class YearRefs:
         ref = self.nodes.get(f.node) or self.overall
         if ref is None:
             return f
-        return f._replace(timestamp=_nearest(f.timestamp, ref), time_hint=_nearest(f.time_hint, ref))
+        return f._replace(timestamp=nearest_year(f.timestamp, ref), time_hint=nearest_year(f.time_hint, ref))
 
 
-def _nearest(stamp: str | None, ref: datetime) -> str | None:
+def nearest_year(stamp: str | None, ref: datetime) -> str | None:
+    """A stamp whose year is unsure (guessed, or supplied for a year-less print) moved to the year
+    (ref's, the one before or after) that puts it nearest `ref`; an earlier year on a tie. February
+    29th only lands in a leap year; a stamp that parses in none of the three is left as it is."""
     if not stamp:
         return stamp
     options = []
@@ -163,25 +167,47 @@ def _nearest(stamp: str | None, ref: datetime) -> str | None:
     return f"{min(options)[1]:04d}{stamp[4:]}" if options else stamp
 
 
-def in_window(f: Finding, since: datetime | None, until: datetime | None) -> bool:
-    """Whether `f` is inside [since, until]. A line without a timestamp (a traceback's last
-    line) takes the time of the record before it; with none in reach, it is kept rather than lost."""
-    when = parse_ts(f.timestamp) or parse_ts(f.time_hint)
-    return when is None or ((not since or when >= since) and (not until or when <= until))
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """--since/--until, as findings and related errors alike are compared with them: a bound with an
+    offset, or given with --tz, is naive UTC (as stamps are once parsed); one with neither is
+    compared as written. An empty window holds everything."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    @classmethod
+    def of(cls, since: datetime | None, until: datetime | None, tz: tzinfo | None = None) -> TimeWindow:
+        return cls(window_bound(since, tz), window_bound(until, tz))
+
+    def __bool__(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    def holds(self, *stamps: str | None) -> bool:
+        """Whether the first of `stamps` that parses is inside; with none that parses (a line
+        without a time and no record before it in reach) it is kept rather than lost."""
+        for stamp in stamps:
+            when = parse_ts(stamp)
+            if when is not None:
+                return (self.since is None or when >= self.since) and (self.until is None or when <= self.until)
+        return True
 
 
-def time_policy(replay: Callable[[], Iterable[Finding]], guessed: bool, since: datetime | None,
-                until: datetime | None) -> Callable[[Finding], Finding | None] | None:
+EVERY_TIME = TimeWindow()  # no --since, no --until
+
+
+def time_policy(replay: Callable[[], Iterable[Finding]], guessed: bool,
+                window: TimeWindow) -> Callable[[Finding], Finding | None] | None:
     """What the run's time policy does to each finding (settle guessed years, then drop what
     falls outside the window; None when it leaves every finding alone)."""
     refs = year_refs(replay) if guessed else None
-    if refs is None and not since and not until:
+    if refs is None and not window:
         return None
 
     def apply(f: Finding) -> Finding | None:
         if refs is not None:
             f = refs.settle(f)
-        return f if (not since and not until) or in_window(f, since, until) else None
+        return f if window.holds(f.timestamp, f.time_hint) else None
     return apply
 
 
@@ -191,8 +217,16 @@ def settle_years(findings: list[Finding]) -> list[Finding]:
     return [refs.settle(f) for f in findings]
 
 
-def apply_window(findings: list[Finding], since: datetime | None, until: datetime | None) -> list[Finding]:
-    """Findings inside [since, until] (see `in_window`)."""
-    if not since and not until:
-        return findings
-    return [f for f in findings if in_window(f, since, until)]
+def settle_related_years(events: list[RelatedEvent], known: dict[str | None, list[str]]) -> list[RelatedEvent]:
+    """Related errors whose year was only guessed take the year nearest the median stamp with a sure
+    year of their node (else of the whole run), as findings do (`YearRefs.settle`). `known`: node
+    -> stamps with a sure year."""
+    everything = sorted(t for stamps in known.values() for t in stamps)
+    out = []
+    for e in events:
+        stamps = sorted(known.get(e.node) or everything)
+        ref = parse_ts(stamps[len(stamps) // 2]) if stamps else None
+        if e.year_guessed and e.timestamp and ref is not None:
+            e = e._replace(timestamp=nearest_year(e.timestamp, ref), year_guessed=False)
+        out.append(e)
+    return out

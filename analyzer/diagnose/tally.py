@@ -25,9 +25,9 @@ from .fleet import FleetTally
 from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 
 if TYPE_CHECKING:
-    from ..knowledge.rules import RuleSet
+    pass
 
-def summarize(findings: Iterable[Finding], rules: RuleSet | None = None) -> Summary:
+def summarize(findings: Iterable[Finding]) -> Summary:
     """The summary block every report shows (`findings` in report order)."""
     tally = Tally()
     for f in findings:

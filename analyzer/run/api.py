@@ -16,27 +16,25 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.observations import NodeFacts, RelatedEvent, settle_related_years
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Skipped
-from ..core.times import time_policy, window_bound
+from ..core.times import TimeWindow
 from ..detect.engine import Engine
-from ..diagnose.story import build_incidents
-from ..diagnose.summary import Summary
-from ..diagnose.tally import Tally
 from ..inputs import Limits, Selection, iter_sources
 from ..knowledge.rules import RuleSet
+from .analysis import Analysis  # noqa: F401 - part of the facade: analyzer.run.api.Analysis
+from .finish import finish_run
 from .parallel import EngineFactory, merge, plan_units, run_units
 from .store import FindingStore, sort_key, spill_dir
 
 if TYPE_CHECKING:
-    from ..diagnose.known_errors import KnownErrors
+    pass
 
 
 @dataclass(frozen=True)
@@ -58,34 +56,6 @@ class Options:
         """What builds an engine for these options, in this process or in a worker."""
         return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year,
                        tz=self.tz, prefilter_engine=self.prefilter, node=self.node)
-
-
-@dataclass
-class Analysis:
-    """What a triage run produced, as data. `findings` is re-iterable in report order and has a
-    `len()`; `list(result.findings)` for a list. `close()` (or `with analyze(...) as result:`)
-    deletes its temporary files at once; otherwise they go when the result is collected."""
-
-    findings: FindingStore
-    inputs: InputStats
-    rules: RuleSet
-    summary: Summary = field(default_factory=Summary)
-    known_errors: KnownErrors | None = None  # baseline and suppressions applied (analyzer.diagnose.known_errors)
-    related: list[RelatedEvent] = field(default_factory=list)  # neighbour-family errors, by source and line
-    links: dict[str | None, NodeFacts] = field(default_factory=dict)  # what each node's logs say of its links
-    # Lines around each incident lead, read back from the source (`-C N`): (source, line) -> lines
-    context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
-    fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
-
-    def close(self) -> None:
-        """Delete the temporary files that hold the findings."""
-        self.findings.close()
-
-    def __enter__(self) -> Analysis:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,
@@ -122,36 +92,10 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
         stats.skipped[:0] = skipped
         stats.skipped = list(dict.fromkeys(stats.skipped))  # workers report a disabled rule once each
         stats.excluded += len(excluded)
-        since, until = window_bound(options.since, options.tz), window_bound(options.until, options.tz)
-        store.transform = time_policy(store.raw, store.guessed > 0, since, until)
-        if tally is None or store.transform is not None:
-            # The units' own tallies do not fit (a split file, a name met twice, or the time
-            # policy changes findings): count the findings again, read back in report order.
-            tally = Tally()
-            for finding in store:
-                tally.add(finding)
+        return finish_run(store, stats, tally, ruleset, TimeWindow.of(options.since, options.until, options.tz))
     except BaseException:
         store.close()
         raise
-    store.count = tally.count
-    stats.outside_window = store.raw_count - tally.count
-    sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
-    related = [e for e in settle_related_years(stats.observed.sorted_related(), sure)
-               if _in_window(e.timestamp, options.since, options.until)]
-    summary = tally.summary()
-    incidents = build_incidents(summary.bursts, related, stats.observed.nodes, ruleset)
-    return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
-                    links=dict(sorted(stats.observed.nodes.items(), key=lambda kv: kv[0] or "")))
-
-
-def _in_window(ts: str | None, since: datetime | None, until: datetime | None) -> bool:
-    if not ts or (since is None and until is None):
-        return True
-    try:
-        when = datetime.fromisoformat(ts)
-    except ValueError:
-        return True
-    return (since is None or when >= since) and (until is None or when <= until)
 
 
 def analyze_text(text: str, rules: RuleSet | None = None, name: str = "<text>") -> list[Finding]:

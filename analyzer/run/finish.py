@@ -1,27 +1,60 @@
-"""The end of a run, in one place: what scan, merge and the baseline path all do once the findings
-are in a store (the time policy and window, the tally, related errors, incidents, the summary),
-and the known errors (baseline, suppressions) applied after it.
+"""The end of a run, in one place: what a scan, a merge and the known-errors path all do once the
+findings are in a store.
+
+Layer: run. `finish_run` applies the time policy (settled years, the one `TimeWindow` for findings
+and related errors alike), counts the findings when the units' own tallies do not fit, and hands
+over to `conclude`, which builds the summary's incidents and the `Analysis`. `apply_known_errors`
+hides what a baseline or suppressions know and concludes again over what is left, so its report
+keeps its incidents.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
-from typing import TYPE_CHECKING
 
-from ..core.records import Finding
+from ..core.observations import NodeFacts, RelatedEvent
+from ..core.records import Finding, InputStats
+from ..core.times import EVERY_TIME, TimeWindow, settle_related_years, time_policy
 from ..diagnose.known_errors import KnownErrors, read_baseline, read_suppressions
-from ..run.store import FindingStore
+from ..diagnose.story import build_incidents
+from ..diagnose.summary import Summary
+from ..diagnose.tally import Tally, summarize
+from ..knowledge.rules import RuleSet
+from .analysis import Analysis
+from .store import FindingStore
 
-if TYPE_CHECKING:
-    from ..run.api import Analysis
+
+def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rules: RuleSet,
+               window: TimeWindow = EVERY_TIME) -> Analysis:
+    """The analysis of the findings in `store` (in report order) and what the units observed
+    (`stats.observed`). `tally`: the units' own aggregates, when they fit the store as it is."""
+    store.transform = time_policy(store.raw, store.guessed > 0, window)
+    if tally is None or store.transform is not None:
+        # The units' own tallies do not fit (a split file, a name met twice, or the time policy
+        # changes findings): count the findings again, read back in report order.
+        tally = Tally()
+        for finding in store:
+            tally.add(finding)
+    store.count = tally.count
+    stats.outside_window += store.raw_count - tally.count
+    sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
+    related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
+    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes)
+
+
+def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,
+             related: list[RelatedEvent], links: dict[str | None, NodeFacts]) -> Analysis:
+    """The `Analysis` of a summary: its incidents from the bursts, related errors and link facts."""
+    incidents = build_incidents(summary.bursts, related, links, rules)
+    return Analysis(findings, stats, rules, replace(summary, incidents=incidents), related=related,
+                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")))
 
 
 def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppressions: str | None = None,
                        today: date | None = None) -> Analysis:
-    """Hide suppressed and baselined findings: `analysis.findings` and its summary then hold what is
-    left (new), and `analysis.known_errors` says what was hidden and why."""
-    from ..diagnose.tally import summarize
-
+    """The analysis of what a baseline and suppressions leave (new findings), concluded as a scan
+    is; `known_errors` says what was hidden and why."""
     if baseline is None and suppressions is None:
         return analysis
     today = today or date.today()
@@ -48,7 +81,6 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         known.gone = [e for e in recorded if e.fingerprint not in seen]
         known.new = len(findings)
     analysis.findings.close()
-    analysis.findings = FindingStore.of(findings)  # what is left: few, in memory
-    analysis.summary = summarize(findings, analysis.rules)
-    analysis.known_errors = known
-    return analysis
+    left = conclude(FindingStore.of(findings), analysis.inputs, analysis.rules, summarize(findings),
+                    analysis.related, analysis.links)  # what is left: few, in memory
+    return replace(left, known_errors=known, context=analysis.context, fail_on=analysis.fail_on)

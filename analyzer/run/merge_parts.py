@@ -19,17 +19,15 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import replace
 from typing import IO, Any
 
 from ..core.errors import InputError
 from ..core.observations import Observed
 from ..core.records import Finding, InputStats, Skipped
 from ..core.serial import PARQUET_METADATA_KEY, finding_of, load_pyarrow
-from ..diagnose.story import build_incidents
-from ..diagnose.tally import Tally
 from ..knowledge.rules import RuleSet
 from .api import Analysis
+from .finish import finish_run
 from .store import FindingStore, RunWriter, spill_dir
 
 FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
@@ -75,18 +73,11 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
                 stats.add(part_stats)
             observed.add(part_observed)
             store.add(runs)
-        tally = Tally()
-        for finding in store:
-            tally.add(finding)
+        stats.observed = observed
+        return finish_run(store, stats, None, ruleset)  # counted again: the parts' tallies are not kept
     except BaseException:
         store.close()
         raise
-    store.count = tally.count
-    summary = tally.summary()
-    related = observed.sorted_related()
-    incidents = build_incidents(summary.bursts, related, observed.nodes, ruleset)
-    return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
-                    links=dict(sorted(observed.nodes.items(), key=lambda kv: kv[0] or "")))
 
 
 class _Digests:

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING
 
 from ..core.headers import Header, parse_header
-from ..core.times import parse_ts, utc_text
+from ..core.times import nearest_year, parse_ts, utc_text
 
 if TYPE_CHECKING:
     from ..core.records import Record
@@ -79,7 +79,7 @@ class StreamClock:
         from_envelope = envelope is not None and header.yearless and stamp is not None and not (
             record and record.yearless)
         if from_envelope and stamp and envelope is not None:
-            stamp = _year_near(stamp, envelope[0])
+            stamp = nearest_year(stamp, envelope[0]) or stamp
         hint, hint_guessed = (None, False) if stamp or envelope else time_before(earlier(), header, self.year)
         if self.roll is not None and header.yearless and stamp and not from_envelope:
             stamp = self.roll.adjust(stamp)
@@ -135,16 +135,6 @@ def _envelope_time(text: str | None, tz: tzinfo | None) -> tuple[datetime, bool,
 
 def _naive_text(when: datetime, fraction: bool) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S" + (".%f" if fraction else ""))
-
-def _year_near(stamp: str, reference: datetime) -> str:
-    """A year-less stamp (its year supplied or guessed) moved to the year nearest its envelope's
-    time, which prints one."""
-    options = []
-    for year in (reference.year - 1, reference.year, reference.year + 1):
-        when = parse_ts(f"{year:04d}{stamp[4:]}")
-        if when is not None:
-            options.append((abs((when - reference).total_seconds()), year))
-    return f"{min(options)[1]:04d}{stamp[4:]}" if options else stamp
 
 def time_before(earlier: Earlier, header: Header, year: YearHint | None) -> tuple[str | None, bool]:
     """(timestamp, from a year-less vLLM stamp) of the nearest earlier record of the same

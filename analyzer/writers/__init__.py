@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO, cast
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 
 class Writer(Protocol):

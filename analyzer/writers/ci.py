@@ -17,7 +17,7 @@ from ..core.records import Finding
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 TOOL_URI = "https://pypi.org/project/ddtriage/"
 

@@ -10,7 +10,7 @@ from ..core.progress import human_bytes
 from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 
 def describe_code(code: str, name: str | None) -> str:

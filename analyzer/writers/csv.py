@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..core.serial import KEY_COLUMNS, value
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "csv"
 suffix = ".csv"

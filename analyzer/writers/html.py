@@ -20,7 +20,7 @@ from .common import context_lines, inputs_line, plural, span_of
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
     from ..diagnose.summary import Burst, Incident
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "html"
 suffix = ".html"

@@ -23,7 +23,7 @@ from ..core.serial import finding_dict, finding_lines
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "json"
 suffix = ".json"

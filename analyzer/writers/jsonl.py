@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 from ..core.serial import finding_lines
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "jsonl"
 suffix = ".jsonl"

@@ -39,7 +39,7 @@ from .ci import (
 )
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "junit"
 suffix = ".xml"

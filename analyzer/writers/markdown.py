@@ -29,7 +29,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..diagnose.summary import Summary
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "markdown"
 suffix = ".md"

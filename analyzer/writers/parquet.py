@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from ..core.serial import COLUMNS, PARQUET_METADATA_KEY, load_pyarrow, value
 
 if TYPE_CHECKING:
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "parquet"
 suffix = ".parquet"

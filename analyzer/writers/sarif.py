@@ -39,7 +39,7 @@ from .safe import json_text
 if TYPE_CHECKING:
     from ..core.records import Finding
     from ..knowledge.rules import Rule
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "sarif"
 suffix = ".sarif"

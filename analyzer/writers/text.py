@@ -50,7 +50,7 @@ from .common import (
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
     from ..diagnose.summary import Burst, Incident, Summary
-    from ..run.api import Analysis
+    from ..run.analysis import Analysis
 
 name = "text"
 suffix = ".txt"
