@@ -108,7 +108,7 @@ def test_generic_failure_not_tied_by_a_nearby_line(rules):
 
 def test_generic_policy_keeps_echoes_only_soon_after_in_the_same_thread(rules):
     from analyzer.core.headers import parse_header
-    from analyzer.detect.context import ECHO_SECONDS, LOOKBACK_LINES, ApiContext, ApiResolver, GenericPolicy
+    from analyzer.detect.context import API_LOOKBACK_LINES, ECHO_SECONDS, ApiContext, ApiResolver, GenericPolicy
 
     def header(pid, second):
         return parse_header(f"[ERROR] GE({pid},p):2025-11-12-03:40:{second:06.3f} [x.cc:1]{pid} Run: failed")
@@ -119,7 +119,7 @@ def test_generic_policy_keeps_echoes_only_soon_after_in_the_same_thread(rules):
     policy.note_specific(10, 1000, header(7, 5))
     assert policy.keeps(nothing, "Run: failed", 11, 1100, header(7, 5 + ECHO_SECONDS / 2))
     assert not policy.keeps(nothing, "Run: failed", 11, 1100, header(7, 5 + ECHO_SECONDS * 2))  # too late
-    assert not policy.keeps(nothing, "Run: failed", 10 + LOOKBACK_LINES + 1, 1100, header(7, 5))  # too far
+    assert not policy.keeps(nothing, "Run: failed", 10 + API_LOOKBACK_LINES + 1, 1100, header(7, 5))  # too far
     assert not policy.keeps(nothing, "Run: failed", 11, 1100, header(8, 5))  # another process
     assert policy.keeps(nothing, "Run: failed in llm_datadist.cc", 99, 9999, header(8, 5))  # names LLM-DataDist
     assert policy.keeps(ApiContext("PullKvBlocks", "func", None), "Run: failed", 99, 9999, header(8, 5))

@@ -11,11 +11,12 @@ import analyzer.run.parallel as parallel
 import analyzer.run.store as store_mod
 from analyzer import analyze, analyze_text, load_rules
 from analyzer.cli import cli
+from analyzer.core.records import report_key as sort_key
 from analyzer.core.serial import finding_dict
 from analyzer.core.times import parse_ts, year_refs
 from analyzer.diagnose.tally import Tally, summarize
 from analyzer.inputs import iter_sources
-from analyzer.run.store import FindingStore, RunWriter, sort_key
+from analyzer.run.store import FindingStore, RunWriter
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,7 +294,7 @@ def test_units_own_tallies_give_the_summary_of_the_findings_read_again(in_root, 
         replays.append(1)
         return real_iter(self)
     monkeypatch.setattr(FindingStore, "__iter__", counting_iter)
-    real_merge = parallel.merge
+    real_merge = parallel.merge_results
 
     def without_tallies(units, results, store=None):
         store, stats, _ = real_merge(units, results, store)
@@ -304,7 +305,7 @@ def test_units_own_tallies_give_the_summary_of_the_findings_read_again(in_root, 
         fast = {jobs: analyze([corpus], jobs=jobs).summary for jobs in (1, 2)}
         fast_path.append(not replays)  # no window, no guessed year: the findings were not read again
         with monkeypatch.context() as patch:
-            patch.setattr("analyzer.run.api.merge", without_tallies)
+            patch.setattr("analyzer.run.api.merge_results", without_tallies)
             replayed = analyze([corpus], jobs=2).summary
         assert fast[1] == fast[2] == replayed, corpus
         assert replayed.findings and replayed.bursts and replayed.folded
@@ -318,7 +319,7 @@ def test_units_own_tallies_give_the_summary_of_the_findings_read_again(in_root, 
         for jobs in (1, 2):
             units = parallel.plan_units(sources, jobs)
             engine = Options().engine_factory(load_rules())()
-            store, _, tally = parallel.merge(units, (parallel.run_unit(engine, u) for u in units))
+            store, _, tally = parallel.merge_results(units, (parallel.run_unit(engine, u) for u in units))
             assert tally is not None and tally.summary() == summarize(store.raw()), (corpus, jobs)
 
 

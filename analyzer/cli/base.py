@@ -142,7 +142,7 @@ class When(click.ParamType):
             when = datetime.fromisoformat(text)
         except ValueError:
             self.fail(f"{value!r} is not a date/time like 2025-11-12 or 2025-11-12T03:40:05", param, ctx)
-        # An offset is kept: the bound is compared in UTC (timepolicy.window_bound).
+        # An offset is kept: the bound is compared in UTC (core.times.TimeWindow).
         if self.end:
             clock = re.sub(r"(?:Z|[+-]\d\d(?::?\d\d)?)$", "", text[10:].lstrip("T "))
             step = {0: timedelta(days=1), 2: timedelta(hours=1), 5: timedelta(minutes=1),

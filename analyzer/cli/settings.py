@@ -1,6 +1,6 @@
 """Config: defaults for `ddtriage scan` from `.ddtriage.toml` or `[tool.ddtriage]` in pyproject.toml.
 
-Stage: command-line set-up. Found from the current directory upwards: in each folder a
+Stage: cli (set-up). Found from the current directory upwards: in each folder a
 `.ddtriage.toml` first, then a `pyproject.toml` that has a `[tool.ddtriage]` table (one without it
 is passed over, as ruff and pytest do). The nearest wins; command-line flags win over it. Paths
 in it (rules, baseline, suppressions, outputs) are relative to the file's folder.

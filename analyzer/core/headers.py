@@ -1,6 +1,6 @@
 """Line headers: which log format a line is in, and its timestamp, pid, tid and Func field.
 
-Stage: context (parsing). Runs only on candidate lines and the few lines looked back at, never
+Stage: core (record headers, parsed). Runs only on candidate lines and the few lines looked back at, never
 in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (a missing `[`,
 `ERR0R`, blocks flattened onto one line).
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import NamedTuple
 
 from .observations import Observed
@@ -125,3 +127,17 @@ class Record:
     namespace: str | None = None
     partial: bool = False  # a part of a line the runtime cut (CRI `P`, Docker without `\n`)
     yearless: bool = False  # the envelope's time printed no year (traditional syslog): it was supplied
+
+
+FindingKey = tuple[str, int, str]  # a finding's place in every report: (source, line, code)
+# The one order of findings (by source, line, then code), as a C getter of Finding's fields 0, 1
+# and 3: it runs once or more per finding of a storm. tests/core/test_records.py holds it to the
+# fields it names.
+report_key: Callable[[Finding], FindingKey] = itemgetter(0, 1, 3)
+
+
+def process_key(pod: str | None, container: str | None, pid: str | None) -> str | None:
+    """The process a line belongs to (for causes, link facts and threads of bursts): its pod,
+    container and pid. Two pods, or two containers of one pod, in one file (`kubectl logs
+    --prefix`) are two processes even when both print pid 1."""
+    return f"{pod}\x00{container}\x00{pid}" if pod or container else pid

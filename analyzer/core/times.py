@@ -1,11 +1,9 @@
-"""Timestamps of findings: which time a finding has, which year a year-less stamp is in, and
-whether it falls inside --since/--until.
+"""Times of a run: stamps parsed, the years of year-less stamps settled, and the one time window.
 
-Stage: time policy. Per stream (`StreamClock`): a line without a timestamp (a traceback's last
-line) takes the time of the record before it, and with a known starting year a year-less stamp
-that jumps back from December to January has crossed into the next year. Per run
-(`settle_years`, `apply_window`): years only guessed from an mtime follow the node's other logs,
-then the time window is applied.
+Stage: core. Per run: years only guessed from an mtime follow the node's other logs (`YearRefs`,
+`settle_related_years`, both through `nearest_year`), then `TimeWindow` (--since/--until) keeps
+findings and related errors alike. The clock of one stream (the time of a stamp-less line, New
+Year crossings) is `scan.clock`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """API context: which API returned a code, and on what evidence.
 
-Stage: context. For a hit it looks, in order, at the same line (plog `Func:` field, a Python
+Stage: detect (API context). For a hit it looks, in order, at the same line (plog `Func:` field, a Python
 `[func]` tag, API names in the message), then at the frames of the Python traceback that the
 line ends, then at the nearest earlier line of the same process/thread within a bounded window.
 It also decides whether a generic LLM_FAILED hit is LLM-DataDist's (`GenericPolicy`).
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..inputs import YearHint
 
 # How far "nearest earlier line" may be: one operation's few lines, not the last API call of the thread.
-LOOKBACK_LINES = 12
+API_LOOKBACK_LINES = 12
 _TAG = re.compile(r"\[([A-Za-z_][\w.:]*)\]")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+, in ([\w.<>]+)')
 _TRACEBACK_START = "Traceback (most recent call last)"
@@ -45,7 +45,7 @@ class ApiContext:
 
 
 class ApiResolver:
-    """Resolves API context with one compiled spelling pattern built from `rules/apis.yaml`."""
+    """Resolves API context with one compiled spelling pattern built from `analyzer/data/apis.yaml`."""
 
     def __init__(self, apis: ApiTable):
         self.apis = apis
@@ -91,7 +91,7 @@ class ApiResolver:
         api, line_no = self._from_traceback(header, earlier, year)
         if api:
             return ApiContext(api, "traceback", line_no)
-        for line_no, text in reversed(earlier[-LOOKBACK_LINES:]):
+        for line_no, text in reversed(earlier[-API_LOOKBACK_LINES:]):
             other = header_for(record_headers(text, year), len(text))
             if not same_thread(header, other):
                 continue
@@ -169,7 +169,7 @@ class GenericPolicy:
         """A generic failure right after a specific code in the same thread (a few lines, a
         moment) is its echo; a graph-engine failure half a minute later is not."""
         for seen_line, seen_offset, seen_header in reversed(self.recent):
-            if line_no - seen_line > LOOKBACK_LINES or offset - seen_offset > HISTORY_BYTES:
+            if line_no - seen_line > API_LOOKBACK_LINES or offset - seen_offset > HISTORY_BYTES:
                 return False
             if same_thread(header, seen_header):
                 t0, t1 = parse_ts(seen_header.timestamp), parse_ts(header.timestamp)

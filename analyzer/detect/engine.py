@@ -1,6 +1,6 @@
 """The per-stream detection engine: one input or one text stream in, findings out.
 
-Stage: engine. It runs the stages on one stream in order: scanner (candidate lines) -> patterns
+Stage: detect (the engine). It runs the stages on one stream in order: scanner (candidate lines) -> patterns
 (code hits) -> context (API, generic LLM_FAILED policy) -> neighbours (likely causes) -> rules
 (remedy) -> time policy (timestamps), and builds one `Finding` per hit. Everything it compiles
 (patterns, prefilter, resolver) is built once per run, or once per worker process.
@@ -31,9 +31,9 @@ from ..scan.reassembly import Rejoined, peek
 from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
 from ..scan.unwrap import detect as detect_envelope
 from .causes import CauseFinder, causes
-from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
+from .context import API_LOOKBACK_LINES, ApiResolver, GenericPolicy
 from .fingerprint import finding_fingerprint
-from .observer import LineObserver, node_of, process_key
+from .observer import LineObserver, node_of, process_of
 from .patterns import GENERIC_FAILED, CodeHit, CodeMatcher
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class Engine:
         """Findings of an enveloped line: every record it holds, every line a record holds
         (a collector may merge a traceback into one record), each its own context."""
         def around() -> tuple[str, str]:
-            return decode(cand.raw_before(LOOKBACK_LINES * 4)), decode(cand.raw_after(HISTORY_BYTES))
+            return decode(cand.raw_before(API_LOOKBACK_LINES * 4)), decode(cand.raw_after(HISTORY_BYTES))
         records = unwrapper.records(cand.text(), around)
         done: list[tuple[str | None, str]] = []  # (pod, text) of the lines before, on this line
         found: list[Finding] = []
@@ -248,12 +248,12 @@ class Engine:
             headers = tuple(replace(h, pod=pod) for h in headers)
         # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
         # finding: the likely causes of what this line reports. Two pods are two processes.
-        process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+        process = process_of(layout, record, headers[0].pid or layout.pid)
         events = state.cause_finder.events(cand, text, lookback, process)
 
         def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
             # the burst a `nearby:` rule looks at
-            return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
+            return "\n".join(t for _, t in lookback()[-API_LOOKBACK_LINES:]) + "\n" + text
 
         for hit in hits:
             header = header_for(headers, hit.start)
@@ -300,11 +300,10 @@ class Engine:
                 pod = (record.pod if record else None) or state.layout.pod
                 if pod:
                     headers = tuple(replace(h, pod=pod) for h in headers)
-                process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+                process = process_of(state.layout, record, headers[0].pid or state.layout.pid)
                 if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
                     for kind, value in self.linkfacts.find(text):
-                        state.recent.setdefault(process_key(state.layout, record, headers[0].pid or state.layout.pid),
-                                                {})[kind] = (value, line_no)
+                        state.recent.setdefault(process, {})[kind] = (value, line_no)
                 for hit in self.matcher.find(text):
                     if hit.value != GENERIC_FAILED:
                         state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
@@ -330,11 +329,6 @@ class _StreamState:
     observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
     # process (pod, container, pid) -> kind -> (value, line)
     recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
-
-
-def sort_key(f: Finding) -> tuple[str, int, str]:
-    """The order of findings in every report: by source, line, then code."""
-    return (f.source, f.line, f.code)
 
 
 def reason(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""Stage: fingerprints. What stays the same when the same failure is logged again.
+"""Stage: detect (fingerprints). What stays the same when the same failure is logged again.
 
 A storm logs one failure thousands of times, and the next CI run logs it again with new line
 numbers, times, pids, request ids and addresses. The fingerprint of a finding is a hash of

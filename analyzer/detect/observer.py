@@ -1,7 +1,7 @@
 """What a scan observes besides findings, bounded: each node's link facts and the neighbour-family
 errors (HCCL, runtime, CANN, HIXL, torch_npu, MindIE, socket) logged on their own.
 
-Stage: engine side-channel. The engine fills one `Observed` per work unit (it rides in
+Stage: detect (the engine's side-channel). The engine fills one `Observed` per work unit (it rides in
 `InputStats`, so it is merged with the other counts); its size does not grow with the number of
 findings: link facts are sets of small values per node, and at most `MAX_RELATED` related errors
 are kept (the first in report order, whatever the units; the rest are only counted).
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..core.headers import header_pid, record_headers
 from ..core.observations import Fact, Observed, RelatedEvent
+from ..core.records import process_key
 from ..knowledge.linkfacts import LinkFactMatcher
 
 if TYPE_CHECKING:
@@ -56,12 +57,10 @@ def node_of(layout: Layout, record: Record | None, pod: str | None, default: str
         (layout.node if layout.anchored else None) or pod if pod else layout.node)
 
 
-def process_key(layout: Layout, record: Record | None, pid: str | None) -> str | None:
-    """The process a line belongs to, for link facts: its pod (container) and pid. Two pods in one
-    file (`kubectl logs --prefix`) are two processes even when both are pid 1."""
-    pod = (record.pod if record else None) or layout.pod
-    container = (record.container if record else None) or layout.container
-    return f"{pod}\x00{container}\x00{pid}" if pod or container else pid
+def process_of(layout: Layout, record: Record | None, pid: str | None) -> str | None:
+    """`core.records.process_key` of a line: pod and container from its envelope, else its path."""
+    return process_key((record.pod if record else None) or layout.pod,
+                       (record.container if record else None) or layout.container, pid)
 
 
 def finding_link(recent: dict[str, tuple[str, int]], facts: list[Fact], line_no: int) -> tuple[Fact, ...]:
@@ -86,7 +85,7 @@ class LineObserver:
         pid = header_pid(text, state.year) or state.layout.pid
         node = node_of(state.layout, None, state.layout.pod, default_node)
         state.observed.note_facts(node, facts, pid)
-        mine = state.recent.setdefault(process_key(state.layout, None, pid), {})
+        mine = state.recent.setdefault(process_of(state.layout, None, pid), {})
         for kind, value in facts:
             mine[kind] = (value, line_no)
 
@@ -101,7 +100,7 @@ class LineObserver:
                 node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod,
                                default_node)
                 state.observed.note_facts(node, facts, pid)
-                mine = state.recent.setdefault(process_key(state.layout, record, pid), {})
+                mine = state.recent.setdefault(process_of(state.layout, record, pid), {})
                 for kind, value in facts:
                     mine[kind] = (value, cand.line_no)
             return ()
@@ -111,11 +110,11 @@ class LineObserver:
             if not state.recent:
                 return ()
             pid = record_headers(text, state.year)[0].pid or state.layout.pid
-            return finding_link(state.recent.get(process_key(state.layout, record, pid), {}), [], cand.line_no)
+            return finding_link(state.recent.get(process_of(state.layout, record, pid), {}), [], cand.line_no)
         header = record_headers(text, state.year)[0]
         node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)
         pid = header.pid or state.layout.pid
-        process = process_key(state.layout, record, pid)
+        process = process_of(state.layout, record, pid)
         link = finding_link(state.recent.get(process, {}), facts, cand.line_no)
         if facts:
             state.observed.note_facts(node, facts, pid)

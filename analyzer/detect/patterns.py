@@ -1,6 +1,6 @@
 """Code detection: the literal prefilter and the full patterns run on candidate lines only.
 
-Stage: scan (the part that knows what a code looks like). The scanner finds candidate lines
+Stage: detect (what a code looks like). The scanner finds candidate lines
 with cheap literals; `CodeMatcher.find` then runs the exact patterns on one decoded line.
 Each pattern is anchored on a literal so the regex engine never scans with an alternation.
 """

@@ -1,6 +1,6 @@
 """Bursts: runs of findings of one thread, cut where lines or time jump, each with its lead.
 
-Stage: triage (bursts). One operation's failure, its echoes and what it set off in the same
+Stage: diagnose (bursts). One operation's failure, its echoes and what it set off in the same
 thread make a burst. A `Bursts` tracker is fed findings in report order and keeps, per open
 thread, only what a burst names (its first finding, its lead, one finding per other code) and
 counts; of the closed bursts it keeps the first MAX_BURSTS in report order whole and counts
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core.records import Finding
+from ..core.records import Finding, FindingKey, process_key, report_key
 from ..core.times import seconds
 from .incidents import BurstLinks
 from .summary import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
@@ -20,14 +20,13 @@ from .summary import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
 BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
 BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timestamps)
 
-Key = tuple[str, int, str]  # a finding's place in the report: (source, line, code)
 # Where a burst goes in the report: severe first, then in time order (untimed last); ties keep
 # the order bursts were found in (the thread's first finding, then the burst's number in it).
-BurstKey = tuple[bool, bool, str, str, int, Key, int]
+BurstKey = tuple[bool, bool, str, str, int, FindingKey, int]
 GroupKey = tuple[bool, str, str | None, str, str | None]  # severe, lead code, API, rule, node
 
 
-def _burst_key(b: Burst, found: tuple[Key, int]) -> BurstKey:
+def _burst_key(b: Burst, found: tuple[FindingKey, int]) -> BurstKey:
     return (not b.severe, b.first_seen is None, b.first_seen or "", b.source, b.first_line, *found)
 
 
@@ -133,7 +132,7 @@ class Bursts:
         self.bursts: list[tuple[BurstKey, Burst]] = []  # the first MAX_BURSTS in report order (trimmed lazily)
         self.count = 0
         self.groups: dict[GroupKey, _GroupAgg] = {}
-        self._thread_start: dict[tuple[str, str | None, str | None], tuple[Key, int]] = {}
+        self._thread_start: dict[tuple[str, str | None, str | None], tuple[FindingKey, int]] = {}
         self._source: str | None = None
 
     def add(self, f: Finding) -> None:
@@ -143,7 +142,7 @@ class Bursts:
             self.close_all()
             self._source = f.source
         # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
-        thread = (f.source, f"{f.pod}/{f.pid}" if f.pod else f.pid, f.tid)
+        thread = (f.source, process_key(f.pod, f.container, f.pid), f.tid)
         current = self.open.get(thread)
         when = seconds(f.timestamp)
         if current is not None:
@@ -156,7 +155,7 @@ class Bursts:
             self.open[thread] = _OpenBurst(f, when)
             start = self._thread_start.get(thread)
             if start is None:
-                self._thread_start[thread] = ((f.source, f.line, f.code), 0)
+                self._thread_start[thread] = (report_key(f), 0)
         else:
             current.add(f, when)
 

@@ -1,6 +1,6 @@
 """The bundle dimension of the summary: counts per bundle, and each failure across bundles.
 
-Stage: triage (fleet tables). A `FleetTally` is fed one finding at a time (no frame, no list of
+Stage: diagnose (fleet tables). A `FleetTally` is fed one finding at a time (no frame, no list of
 findings held) and two tallies of disjoint findings merge into the tally of all of them, so it
 serves a streamed scan, parallel parts and `ddtriage merge` alike. Its rows go into
 `report.Summary.bundles` and `.fingerprints`:
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..core.records import Finding
+from ..core.records import Finding, report_key
 from ..detect.fingerprint import message_template
 from .summary import ROW_LIMIT, BundleRow, FingerprintRow, bounded
 
@@ -47,10 +47,6 @@ class _Print:
     nodes: set[str] = field(default_factory=set)
 
 
-def _order(f: Finding) -> tuple[str, int, str]:
-    return (f.source, f.line, f.code)  # engine.sort_key, without importing the engine here
-
-
 class FleetTally:
     """Per-bundle counts and per-fingerprint spread, built one finding at a time; mergeable."""
 
@@ -72,7 +68,7 @@ class FleetTally:
         p = self.prints.get(f.fingerprint)
         if p is None:
             p = self.prints[f.fingerprint] = _Print(f)
-        elif _order(f) < _order(p.example):
+        elif report_key(f) < report_key(p.example):
             p.example = f
         p.findings += 1
         p.first, p.last = _earlier(p.first, f.timestamp), _later(p.last, f.timestamp)
@@ -94,7 +90,7 @@ class FleetTally:
             p = self.prints.get(key)
             if p is None:
                 p = self.prints[key] = _Print(op.example)
-            elif _order(op.example) < _order(p.example):
+            elif report_key(op.example) < report_key(p.example):
                 p.example = op.example
             p.findings += op.findings
             p.first, p.last = _earlier(p.first, op.first), _later(p.last, op.last)

@@ -1,6 +1,6 @@
 """Incidents: the bursts of one failure across files and nodes, with a lead, an action and a story.
 
-Stage: triage (after the summary). Built from the summary's bursts, the link facts of each node and
+Stage: diagnose (after the summary). Built from the summary's bursts, the link facts of each node and
 the related (neighbour-family) errors the scan kept, never from the findings themselves, so its
 cost does not grow with a storm of findings.
 

@@ -1,4 +1,4 @@
-"""Stage: known errors. What a gate should not fail on again: a baseline and suppressions.
+"""Stage: diagnose (known errors). What a gate should not fail on again: a baseline and suppressions.
 
 - A **baseline** (`--write-baseline FILE`) records today's findings by fingerprint (code + API +
   rule + masked message template, `analyzer.detect.fingerprint`), which survives shifted lines, new

@@ -1,7 +1,8 @@
 """The words of an incident: its action (the lead's remedy and what follows from it) and its story,
 one short paragraph that says what happened, in order, naming both sides and the evidence.
 
-Stage: triage (wording). `incidents` decides what belongs together; this module only tells it.
+Stage: diagnose (wording). `incidents` decides what belongs together; this module tells it
+(`build_incidents`).
 """
 
 from __future__ import annotations

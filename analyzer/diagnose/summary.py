@@ -1,6 +1,6 @@
 """The report contract: the typed summary that triage builds and every writer reads.
 
-Stage: between triage and writers. Triage fills these records (`triage.summarize`); writers read
+Stage: diagnose, read by the writers. The tally fills these records (`diagnose.tally`); writers read
 their attributes, never dict keys, so a new format needs only this module to know what a report
 holds. Each record's `to_dict()` is its JSON shape, with a stable key order (the `summary` block
 of `--format json`).

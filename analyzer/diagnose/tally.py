@@ -1,6 +1,6 @@
 """Triage: turn the findings into a diagnosis, from aggregates kept while they stream past.
 
-Stage: triage. A `Tally` is fed every finding once, in report order (source, line, code), and
+Stage: diagnose (the tally). A `Tally` is fed every finding once, in report order (source, line, code), and
 keeps only counts and bounded state: counts by code x API x rule with first/last seen and
 sources; by node; by action; by (fingerprint, node) with first/last time and location (the
 folded storm rows); and bursts of findings per thread (`bursts.Bursts`), each with its probable lead (the earliest
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..core.records import Finding
-from .bursts import Bursts, Key
+from ..core.records import Finding, FindingKey, report_key
+from .bursts import Bursts
 from .fleet import FleetTally
 from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 
@@ -33,10 +33,6 @@ def summarize(findings: Iterable[Finding]) -> Summary:
     for f in findings:
         tally.add(f)
     return tally.summary()
-
-
-def _key(f: Finding) -> Key:
-    return (f.source, f.line, f.code)
 
 
 class _Names:
@@ -73,7 +69,7 @@ class _Names:
 
 @dataclass(slots=True)
 class _CodeAgg:
-    first: Key
+    first: FindingKey
     action: str
     recoverable: bool | None
     count: int = 0
@@ -90,7 +86,7 @@ class _CodeAgg:
             if self.last_seen is None or ts > self.last_seen:
                 self.last_seen = ts
         if f.source != self.sources.last:  # a source's first finding may come before the row's first
-            key = (f.source, f.line, f.code)
+            key = report_key(f)
             if key < self.first:
                 self.first, self.action, self.recoverable = key, f.action, f.recoverable
         self.sources.add(f.source)
@@ -143,9 +139,9 @@ class _FoldAgg:
                 self.last_seen = ts
 
     def merge(self, other: _FoldAgg) -> None:
-        if _key(other.first) < _key(self.first):
+        if report_key(other.first) < report_key(self.first):
             self.first = other.first
-        if _key(other.last) > _key(self.last):
+        if report_key(other.last) > report_key(self.last):
             self.last = other.last
         self.count += other.count
         stamps = [t for t in (self.first_seen, other.first_seen, self.last_seen, other.last_seen) if t]
@@ -182,7 +178,7 @@ class Tally:
         self._at: tuple[int, str] = (0, "")
         # Per node, the first finding (in report order) whose timestamp has a sure year, and that
         # stamp: where the related errors' guessed years should land.
-        self.sure: dict[str | None, tuple[Key, str]] = {}
+        self.sure: dict[str | None, tuple[FindingKey, str]] = {}
 
     def add(self, f: Finding) -> None:
         """Count one finding (each finding once; a source's findings together and in report order,
@@ -198,7 +194,7 @@ class Tally:
         if f.timestamp and not f.year_guessed:
             sure = self.sure.get(f.node)
             if sure is None or f.source < sure[0][0]:
-                self.sure[f.node] = ((f.source, f.line, f.code), f.timestamp)
+                self.sure[f.node] = (report_key(f), f.timestamp)
         self.count += 1
         bad = f.recoverable is not True
         self.unrecoverable += bad
@@ -206,7 +202,7 @@ class Tally:
         key = (f.code, f.name or "", f.api or "", f.rule)
         agg = self.codes.get(key)
         if agg is None:
-            agg = self.codes[key] = _CodeAgg(_key(f), f.action, f.recoverable)
+            agg = self.codes[key] = _CodeAgg(report_key(f), f.action, f.recoverable)
         agg.add(f)
         self.actions[f.action] += 1
         node = self.nodes.get(f.node or "")

@@ -2,7 +2,7 @@
 were written into never reads them as logs (their `"code"`, `"text"` and `"name"` fields would
 otherwise come back as findings, with APIs borrowed from neighbouring lines).
 
-Each entry is what the writer puts at the head of its file (analyzer/writers/, baseline.py).
+Each entry is what the writer puts at the head of its file (analyzer/writers/, diagnose/known_errors.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The code catalog and the API spelling table, loaded from the rules YAML and validated.
 
-Stage: data. Everything the scanner and the rule engine know about codes and APIs comes from
+Stage: knowledge (codes and APIs). Everything the scanner and the rule engine know about codes and APIs comes from
 here, so a user changes behaviour by editing YAML, not Python. The built-in YAML ships inside the
 package (`analyzer/data/`, package data), so an installed ddtriage finds it wherever it lives.
 """

@@ -1,7 +1,7 @@
 """Envelope fields as collectors write them: times (RFC 3339, epoch, syslog, Kibana) and JSON
 strings and objects, read leniently (a line cut short still gives its message).
 
-Stage: scan (unwrapping); used by `envelopes`.
+Stage: knowledge (envelope fields); used by `knowledge.envelopes` and `scan.unwrap`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Neighbouring error families: classify HCCL, runtime, CANN, HIXL, torch_npu, MindIE and socket
 errors as likely causes of the LLM-DataDist finding logged just after them (never as findings).
 
-Stage: context (neighbours). Families are data (`rules/neighbours.yaml`): literals for the
+Stage: knowledge (neighbour families). Families are data (`analyzer/data/neighbours.yaml`): literals for the
 prefilter, one pattern each, and what their codes mean. `CauseFinder` gathers, per stream, the
 neighbour errors logged shortly before each finding: its likely causes.
 """

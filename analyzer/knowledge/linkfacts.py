@@ -1,7 +1,7 @@
 """Link facts: what a line says about its node's side of a P/D link (role, cluster ids, addresses,
 req_ids, device, versions), and what a whole node's logs say, gathered during the scan.
 
-Stage: context (link facts). The spellings are data (`rules/linkfacts.yaml`): per kind, literals
+Stage: context (link facts). The spellings are data (`analyzer/data/linkfacts.yaml`): per kind, literals
 for a cheap pre-test, patterns whose `value` group (or `ip` and `port` groups) is the fact, a map
 that normalises printed values, and example lines that `ddtriage rules check` proves. `NodeFacts`
 keeps a bounded summary per node: sets of small values and at most `MAX_REQ_IDS` request ids.

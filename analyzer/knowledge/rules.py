@@ -1,9 +1,9 @@
 """Remedy rules: load, validate, and pick the most specific rule for a finding.
 
-Stage: rules. A rule is data (`rules/*.yaml`, key `rules:`): which codes, optionally which APIs
-(or which not), whether the code sits in a per-cluster result list, and what nearby text must be
-present. Every code in the catalog also gets a default rule from its official solution, so every
-finding has a rule. Rules from `--rules DIR` override built-in ones with the same id.
+Stage: knowledge (remedy rules). A rule is data (`analyzer/data/*.yaml`, key `rules:`): which
+codes, optionally which APIs (or which not), whether the code sits in a per-cluster result list,
+and what nearby text must be present. Every code in the catalog also gets a default rule from its
+official solution, so every finding has a rule. Rules from `--rules DIR` override built-in ones with the same id.
 """
 
 from __future__ import annotations

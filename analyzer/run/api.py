@@ -1,6 +1,6 @@
 """The whole triage as library calls: paths -> sources -> work units -> findings -> summary.
 
-Stage: library facade. The CLI is a thin layer over `analyze`.
+Stage: run (the library facade). The CLI is a thin layer over `analyze`.
 
     from analyzer import analyze
     result = analyze(["sample_logs/"])
@@ -8,7 +8,7 @@ Stage: library facade. The CLI is a thin layer over `analyze`.
 
 Findings are not held in memory: they are filed in a `FindingStore` (runs in temporary files)
 as the units finish, and replayed in report order: once for the time policy when it needs it,
-once for the summary's aggregates (`triage.Tally`), then by each writer.
+once for the summary's aggregates (`diagnose.tally.Tally`), then by each writer.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.progress import Progress
-from ..core.records import Finding, InputStats, Skipped
+from ..core.records import Finding, InputStats, Skipped, report_key
 from ..core.times import TimeWindow
 from ..detect.engine import Engine
 from ..inputs import Limits, Selection, iter_sources
 from ..knowledge.rules import RuleSet
 from .analysis import Analysis  # noqa: F401 - part of the facade: analyzer.run.api.Analysis
 from .finish import finish_run
-from .parallel import EngineFactory, merge, plan_units, run_units
-from .store import FindingStore, sort_key, spill_dir
+from .parallel import EngineFactory, merge_results, plan_units, run_units
+from .store import FindingStore, spill_dir
 
 if TYPE_CHECKING:
     pass
@@ -87,7 +87,7 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             units = plan_units(sources, slots)
             progress.start(sum(s.size or 0 for s in sources), len(sources))
             results = run(units, options.engine_factory(ruleset), progress=progress, spill_dir=store.spill_dir)
-            store, stats, tally = merge(units, results, store)
+            store, stats, tally = merge_results(units, results, store)
             progress.finish()
         stats.skipped[:0] = skipped
         stats.skipped = list(dict.fromkeys(stats.skipped))  # workers report a disabled rule once each
@@ -107,4 +107,4 @@ def analyze_snippet(engine: Engine, text: str, name: str = "<text>") -> list[Fin
     """Findings of a snippet of log text with an already compiled engine."""
     stats = InputStats()
     found = engine.scan_leaf(name, io.BytesIO(text.encode("utf-8")), None, stats)
-    return sorted(found, key=sort_key)
+    return sorted(found, key=report_key)

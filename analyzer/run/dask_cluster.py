@@ -1,8 +1,8 @@
 """Running the work units on a Dask distributed cluster (`ddtriage scan --dask ADDRESS`).
 
-Stage: parallel (another back end). The units are `parallel.plan_units`'s, planned for the
+Stage: run (another back end). The units are `parallel.plan_units`'s, planned for the
 cluster's worker threads; each runs `parallel.run_unit` on a worker, and the results come back
-in plan order, so `parallel.merge` and everything after it see exactly what the local pool gives:
+in plan order, so `parallel.merge_results` and everything after it see exactly what the local pool gives:
 the report is byte-identical.
 
 - `ADDRESS` is `tcp://host:port` (a running `dask scheduler`) or `local[:N]` (a `LocalCluster` of

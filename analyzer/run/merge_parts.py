@@ -1,9 +1,9 @@
 """Map here, reduce there: combine the results of separate scans into one analysis.
 
-Stage: library (a second way into the summary). Each node (or CI job) scans its own logs and
+Stage: run (a second way into the summary). Each node (or CI job) scans its own logs and
 keeps the result (`--format json`, `jsonl` or `parquet`); `merge_parts` reads the parts back as
 findings, files them in one `FindingStore` (spilled, so a fleet's findings are never all in
-memory), and builds the summary from the same streaming aggregates as a scan (`triage.Tally`):
+memory), and builds the summary from the same streaming aggregates as a scan (`diagnose.tally.Tally`):
 codes, nodes, bundles, bursts, folded rows and failures across bundles come out as if everything
 had been scanned at once, and the findings are those of a direct scan, in the same order.
 

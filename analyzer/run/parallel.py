@@ -1,7 +1,7 @@
 """Running the engine over many inputs at once: work units, newline-aligned cuts, worker
 processes, and merging the units' results back into one sequential-looking result.
 
-Stage: parallel. A `WorkUnit` is a batch of small whole inputs (batched by bytes, so 10,000 small
+Stage: run (work units in processes). A `WorkUnit` is a batch of small whole inputs (batched by bytes, so 10,000 small
 logs do not cost 10,000 round trips to a worker), one big input, or one byte range of a big plain
 file. Any back end that can call `run_unit(engine, unit)` somewhere and hand the results back in
 unit order can run them (`run_units` does it here, in this process or in a local process pool);
@@ -299,7 +299,7 @@ def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
     return run_unit(_WORKER, unit, spill_dir, _CUT)
 
 
-def merge(units: list[WorkUnit], results: Iterable[UnitResult],
+def merge_results(units: list[WorkUnit], results: Iterable[UnitResult],
           store: FindingStore | None = None) -> tuple[FindingStore, InputStats, Tally | None]:
     """File the units' runs (in unit order, as they arrive) in `store`, add up their stats and
     merge their tallies; the runs of a later byte range are shifted by the lines of the ranges

@@ -1,7 +1,7 @@
 """Reading lines back from a source named as in reports: `path:61-62`, also inside archives
 (`bundle.tar.gz!node-2/plog.tar.gz!plog-1.log:61`). Used by `ddtriage show` and `-C N`.
 
-Stage: after the scan (reports). The archive is streamed again through the same unpacker, and only
+Stage: run (after the scan, for reports). The archive is streamed again through the same unpacker, and only
 the wanted member's lines in the wanted range are decoded.
 """
 

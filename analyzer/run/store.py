@@ -1,6 +1,6 @@
 """Findings kept out of memory: sorted runs, spilled to temporary files, replayed in report order.
 
-Stage: between the engine and the writers. A storm yields millions of findings; holding them as
+Stage: run (between the engine and the writers). A storm yields millions of findings; holding them as
 objects would cost ~1 KiB each. Instead each work unit's findings become *runs* (sequences
 already in report order: source, line, code); a run past `CHUNK` findings is written to a
 temporary file in marshalled chunks. `FindingStore` holds the runs (a few small ones in memory,
@@ -25,26 +25,20 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..core.records import Finding
+from ..core.records import Finding, FindingKey, report_key
 
 CHUNK = 4096  # findings per marshalled chunk (a few MiB in memory while a run is read back)
 MEMORY_BUDGET = 16384  # findings a store keeps in memory before it spills in-memory runs
 
-Key = tuple[str, int, str]
 Transform = Callable[[Finding], "Finding | None"]
 _make = Finding._make
-
-
-def sort_key(f: Finding) -> Key:
-    """The order of findings in every report: by source, line, then code."""
-    return (f.source, f.line, f.code)
 
 
 @dataclass(slots=True)
 class Run:
     """Findings in report order: in memory (`items`) or in chunks of a spill file."""
 
-    first: Key
+    first: FindingKey
     count: int = 0
     guessed: int = 0  # findings whose year was guessed (the time policy settles those)
     items: list[Finding] | None = None
@@ -73,7 +67,7 @@ class Run:
                              causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
 
     @property
-    def start(self) -> Key:
+    def start(self) -> FindingKey:
         """The first finding's key, shifted."""
         return (self.first[0], self.first[1] + self.shift, self.first[2])
 
@@ -87,13 +81,13 @@ class RunWriter:
         self.runs: list[Run] = []
         self._buf: list[Finding] = []
         self._run: Run | None = None
-        self._last: Key | None = None
+        self._last: FindingKey | None = None
         self._file: int | None = None
         self._path: str | None = None
         self._size = 0
 
     def add(self, f: Finding) -> None:
-        key = (f.source, f.line, f.code)
+        key = report_key(f)
         if self._run is None or (self._last is not None and key < self._last):
             self._end_run()  # out of order (an archive's members): a new run
             self._run = Run(first=key)
@@ -176,7 +170,7 @@ class FindingStore:
         """A store of `findings` (any order), in memory: for tests and small results."""
         store = cls()
         writer = RunWriter()
-        writer.extend(sorted(findings, key=sort_key))
+        writer.extend(sorted(findings, key=report_key))
         store.add(writer.finish())
         return store
 
@@ -222,11 +216,11 @@ class FindingStore:
         order = sorted(range(len(self.runs)), key=lambda i: (self.runs[i].start, i))
         pending = [(self.runs[i].start, i) for i in order]
         pending.reverse()  # pop() takes the next run due
-        heap: list[tuple[Key, int, Finding, Iterator[Finding]]] = []
+        heap: list[tuple[FindingKey, int, Finding, Iterator[Finding]]] = []
 
         def push(seq: int, it: Iterator[Finding]) -> None:
             for f in it:
-                heapq.heappush(heap, ((f.source, f.line, f.code), seq, f, it))
+                heapq.heappush(heap, (report_key(f), seq, f, it))
                 return
 
         while heap or pending:
@@ -239,7 +233,7 @@ class FindingStore:
             bounds = ([heap[0][:2]] if heap else []) + (pending[-1:])
             bound = min(bounds) if bounds else None
             for f in it:
-                k = (f.source, f.line, f.code)
+                k = report_key(f)
                 if bound is not None and (k, seq) > bound:
                     heapq.heappush(heap, (k, seq, f, it))
                     break

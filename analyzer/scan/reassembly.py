@@ -1,6 +1,6 @@
 """Reassembly: a line the container runtime cut in parts is joined again before it is scanned.
 
-Stage: scan (before the scanner). Docker and containerd cut a line longer than 16 KiB into
+Stage: scan (before the prefilter). Docker and containerd cut a line longer than 16 KiB into
 parts: CRI marks each part but the last with the tag `P`, Docker json-file leaves the final `\\n`
 out of a part's `log`, the journald driver sets `CONTAINER_PARTIAL_MESSAGE=true`. A code cut in
 two is found in neither part, so `Rejoined` rewrites the stream: the first physical line of a

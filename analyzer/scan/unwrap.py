@@ -1,7 +1,7 @@
 """Envelopes: what a log collector wrapped around each line, recognised and taken off.
 
 Stage: scan (unwrapping). Kubernetes, Docker, syslog, journald and log pipelines hand over lines
-wrapped in their own envelope (`rules/envelopes.yaml`, one entry per collector). `EnvelopeTable.detect`
+wrapped in their own envelope (`analyzer/data/envelopes.yaml`, one entry per collector). `scan.unwrap.detect`
 looks at the first lines of a stream, once; `Unwrapper.records` then turns one physical line (a
 candidate of the scanner, or a line looked back at) into the records it holds, each with its
 inner, clean text (no envelope, escapes or colour) and the envelope's own time, stream and

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..core.records import Finding
+from ..core.records import Finding, report_key
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -73,7 +73,7 @@ def groups(analysis: Analysis) -> list[Group]:
         g = by_key.get((f.fingerprint, f.source))
         if g is None:
             g = by_key[(f.fingerprint, f.source)] = Group(f)
-        g.add(f, (f.source, f.line, f.code) in leads)
+        g.add(f, report_key(f) in leads)
     made = list(by_key.values())  # dicts keep insertion (report) order; sorted() is stable
     return sorted(made, key=lambda g: (not g.lead, g.first.generic))
 

@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
+from ..core.records import report_key
 from ..core.serial import finding_dict, finding_lines
 from .safe import json_text
 
@@ -57,14 +58,13 @@ def write(analysis: Analysis, out: TextIO) -> None:
 def _lines(analysis: Analysis) -> Iterator[str]:
     """Each finding's JSON line; with a baseline, every finding of the run, marked `baseline: new|known`
     (the summary counts the new ones)."""
-    from ..run.store import sort_key
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
         yield from finding_lines(analysis.findings)  # streamed from the store
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
-    for f, mark in sorted(marked, key=lambda fm: sort_key(fm[0])):
+    for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):
         yield json.dumps(dict(finding_dict(f), baseline=mark), ensure_ascii=False)
 
 
