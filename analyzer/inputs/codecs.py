@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from .streams import PIECE, Reader
 # `unconsumed_tail`, `needs_input`, `flush()`. Typed loosely: zstandard and ISA-L ship no stubs.
 Decompressor = Any
 WIDE_FEED = 1 << 20  # compressed bytes per call when read ahead in a thread (`widen`)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a UTF-16 code unit without its partner, once decoded
 
 
 @dataclass(frozen=True)
@@ -132,22 +134,27 @@ class Decompressed(io.RawIOBase):
 class Utf16ToUtf8(io.RawIOBase):
     """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line by line.
     A log that goes on in UTF-8 after a UTF-16 part (a tool appended to it) keeps both: at the first
-    line that does not look like UTF-16 (`formats.looks_utf16`), the rest is passed through as bytes."""
+    line that does not look like UTF-16 (`formats.looks_utf16`), the rest is passed through as bytes.
+    A bad code unit (a lone surrogate: a string cut mid-pair) costs that unit alone: it reads as
+    U+FFFD, and `bad(count)` is called once at the end when there was any."""
 
     LOOK = 256  # bytes of a line looked at to tell
 
-    def __init__(self, raw: Reader, encoding: str) -> None:
-        from .formats import looks_utf16  # formats imports this module
-
+    def __init__(self, raw: Reader, encoding: str, looks: Callable[[bytes, bool], bool],
+                 bad: Callable[[int], None] | None = None) -> None:
         self.raw = raw
         self.little = encoding.endswith("le")
-        self._looks = looks_utf16
+        self._looks = looks  # formats.looks_utf16, passed in: formats is the table, codecs below it
         self._newline = b"\n\x00" if self.little else b"\x00\n"
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        # surrogatepass: a lone surrogate decodes as itself, to be counted and replaced (`_clean`)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
+        self._bad = bad
+        self.bad_units = 0
         self._buf = b""
         self._eof = False
         self._plain = False  # past the UTF-16 part: bytes as they are
         self._first = True
+        self._done = False
 
     def readable(self) -> bool:
         return True
@@ -159,19 +166,43 @@ class Utf16ToUtf8(io.RawIOBase):
                 if self._buf:
                     out, self._buf = self._buf, b""
                     return out
-                return self.raw.read(want) or b""
+                data: bytes = self.raw.read(want) or b""
+                if not data:
+                    self._finish()
+                return data
             text = self._convert()
             if self._first and text:
                 text, self._first = text.lstrip("\ufeff"), False
             if text:
-                return text.encode("utf-8", "surrogatepass")
+                return text.encode("utf-8")
             if self._plain:
                 continue
             if self._eof:
-                return self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass")
+                try:
+                    text = self._clean(self._decoder.decode(b"", final=True))
+                except UnicodeDecodeError:  # an odd byte at the very end
+                    self.bad_units += 1
+                    text = "\ufffd"
+                self._decoder.reset()
+                self._finish()
+                return text.encode("utf-8")
             data = self.raw.read(max(want, PIECE)) or b""
             self._eof = not data
             self._buf += data
+
+    def _clean(self, text: str) -> str:
+        """Lone surrogates (decoded as themselves) counted and shown as U+FFFD."""
+        if LONE_SURROGATE.search(text) is None:
+            return text
+        text, n = LONE_SURROGATE.subn("\ufffd", text)
+        self.bad_units += n
+        return text
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            if self.bad_units and self._bad is not None:
+                self._bad(self.bad_units)
 
     def _convert(self) -> str:
         """Decode the whole UTF-16 lines at the front of the buffer; stop at a line that is not."""
@@ -194,7 +225,7 @@ class Utf16ToUtf8(io.RawIOBase):
             out.append(self._decoder.decode(buf[start:end]))
             start = end
         self._buf = buf[start:]
-        return "".join(out)
+        return self._clean("".join(out))
 
     def _line_end(self, buf: bytes, start: int) -> int:
         """Offset just past the next UTF-16 newline (at an even distance from `start`), or -1."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import archives
-from .codecs import Codec, Decompressed, Decompressor
+from .codecs import LONE_SURROGATE, Codec, Decompressed, Decompressor
 from .streams import LimitExceeded, Reader
 
 _zlib: Any
@@ -102,18 +102,19 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
 def looks_utf16(data: bytes, little: bool) -> bool:
     """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
     least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
-    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all."""
+    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all. A lone surrogate
+    (at most one code unit in 16) is a damaged unit, not binary data."""
     data = data[: len(data) // 2 * 2]
     if len(data) < 4:
         return False
     high = data[1::2] if little else data[0::2]
     if high.count(0) * 4 < len(high):
         return False
-    try:
-        data.decode("utf-16-le" if little else "utf-16-be")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(data) - 2  # only a surrogate pair cut by the end of the sample
-    return True
+    try:  # a lone surrogate (a string cut mid-pair) decodes as itself here: a few do not make it binary
+        text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    return len(LONE_SURROGATE.findall(text)) * 16 <= len(text)
 
 
 def _is_utf16_le(head: bytes, name: str) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from ..records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
-from .formats import HEAD, detect, lookalike
+from .formats import HEAD, detect, lookalike, looks_utf16
 from .names import printable
 from .own import HEAD as OWN_HEAD
 from .own import left_out_reason, own_document
@@ -21,6 +21,10 @@ from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 MAX_DEPTH = 8
+
+
+def plural_units(n: int) -> str:
+    return f"{n} code unit" if n == 1 else f"{n} code units"
 READ_AHEAD = True  # inflate a compressed file in a background thread (tests turn it off to compare)
 
 
@@ -119,7 +123,11 @@ class Unpacker:
             yield from fmt.walk(self, name, stream, budget, depth, path)
             return
         if fmt.encoding is not None:
-            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding), budget)
+            def bad(units: int, name: str = name, encoding: str = fmt.encoding) -> None:
+                self.note(name, f"{plural_units(units)} of {encoding.upper()} without a partner (a lone surrogate) "
+                                "read as U+FFFD; the rest of the file was read")
+
+            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, looks_utf16, bad), budget)
         if self.selection.hidden_member(name):
             return
         if self.selection.wanted(name):
