@@ -18,14 +18,15 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, ClassVar, Protocol
 
 from .codecs import Codec, Decompressed
 from .names import clean_member, printable
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 SPOOL_IN_MEMORY = 1 << 20  # a zip read from a stream is spooled (zip needs random access); past this, on disk
-MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile
+MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile: refused
+MAX_HEADER_SKIP = 1 << 30  # ... and stepped over by its declared size up to this; past it, scanned over
 MAX_ZIP_MEMBERS = 100_000  # zipfile holds every directory entry in memory (~1 KiB each)
 MAX_ZIP_DIRECTORY = 8 << 20  # ... and so, bytes of directory (an entry is at least 46 of them)
 _DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
@@ -74,7 +75,9 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
     try:
         # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
         # corrupt header to the next good one; the gap is reported below.
-        checked = type("CheckedTarInfo", (_CheckedTarInfo,), {"max_size": unpacker.limits.max_bytes})
+        refused: list[tuple[int, int, str]] = []  # headers refused by _CheckedTarInfo: (offset, end, why)
+        checked = type("CheckedTarInfo", (_CheckedTarInfo,), {"max_size": unpacker.limits.max_bytes,
+                                                              "refused": refused})
         archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True,  # noqa: SIM115 - closed below
                                tarinfo=checked, bufsize=1 << 20)
     except (tarfile.TarError, OSError, EOFError, zlib.error, LimitExceeded) as exc:
@@ -89,6 +92,10 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
                 if not budget.broken and stream.error is None:  # not already reported
                     unpacker.skip(name, f"archive is truncated or corrupt after offset {expected}: {why(exc)}")
                 return
+            for offset, end, reason in refused:  # a hostile header before this member
+                unpacker.skip(f"{name}!@{offset}", reason)
+                expected = max(expected, end)
+            refused.clear()
             if member is None:
                 return
             shown = printable(clean_member(member.name))
@@ -262,21 +269,44 @@ def _zip_directory(source: BinaryIO) -> tuple[int, int]:
     return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
 
 
+_LONG_NAMES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+_EXTENDED = (*_LONG_NAMES, tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
 class _CheckedTarInfo(tarfile.TarInfo):
     """Tar headers with their sizes checked: a negative or huge declared size is a corrupt header
-    (stepped over like one), a long name or pax header over MAX_HEADER_BYTES ends the archive
-    (tarfile would read it whole into memory)."""
+    (stepped over like one). A long name or pax header over MAX_HEADER_BYTES (tarfile would read it
+    whole into memory) is refused and the walk goes on: past its data by its declared size when that
+    is sane (at most MAX_HEADER_SKIP and the input's byte limit), else block by block to the next
+    valid header. The member it describes is then read under the name in its own header."""
 
     max_size = 50 << 30
+    refused: ClassVar[list[tuple[int, int, str]]] = []  # set per archive by `_tar_members`
 
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         if self.size < 0 or self.size > self.max_size:
             raise tarfile.InvalidHeaderError(  # type: ignore[attr-defined]  # not in the stubs
                 f"declared size {self.size} is impossible")
-        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
-                         tarfile.SOLARIS_XHDTYPE) and self.size > MAX_HEADER_BYTES:
-            raise tarfile.ReadError(f"a {self.size}-byte long-name or pax header (over {MAX_HEADER_BYTES})")
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            return self._step_over(tarfile_)
         return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+    def _step_over(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        what = "GNU long name" if self.type in _LONG_NAMES else "pax header"
+        refusal = f"a {self.size}-byte {what} (over {MAX_HEADER_BYTES} bytes) refused"
+        assert tarfile_.fileobj is not None
+        if self.size > min(MAX_HEADER_SKIP, self.max_size):
+            self.refused.append((self.offset, self.offset + tarfile.BLOCKSIZE,
+                                 f"{refusal}; its declared size is not sane, so the walk looked for the next "
+                                 "valid header block"))
+            tarfile_.offset = self.offset  # tarfile steps one block on and tries again from there
+            raise tarfile.InvalidHeaderError(refusal)  # type: ignore[attr-defined]
+        end = self.offset + tarfile.BLOCKSIZE + self._block(self.size)  # type: ignore[attr-defined]
+        self.refused.append((self.offset, end, f"{refusal}; stepped over by its declared size, the member "
+                                               "after it is read under the name in its own header"))
+        tarfile_.fileobj.seek(end)  # forward: a stream reads and drops the data, piece by piece
+        tarfile_.offset = end
+        return self.fromtarfile(tarfile_)
 
 
 class _CrcCheck(io.RawIOBase):
