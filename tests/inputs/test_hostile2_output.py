@@ -11,7 +11,6 @@ import os
 import pytest
 from analyzer.cli import cli
 from click.testing import CliRunner
-
 from planted import marks, planted
 
 

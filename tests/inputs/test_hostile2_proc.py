@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from planted import scan
 
 from hostile import ddtriage
-from planted import scan
 
 LINUX = sys.platform.startswith("linux") and Path("/proc/self/task").is_dir()
 

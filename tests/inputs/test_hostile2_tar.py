@@ -6,11 +6,9 @@ is a multi-member gzip whose middle is one small gzip of 1 MiB repeated."""
 from __future__ import annotations
 
 import gzip
-import io
 import tarfile
 
 import pytest
-
 from planted import marks, planted, reasons, scan
 
 MIB = 1 << 20

@@ -4,7 +4,6 @@ not the file: the planted lines before, on and after it are all found, with a no
 from __future__ import annotations
 
 import pytest
-
 from planted import marks, planted, reasons, scan
 
 LONE = {"high": b"\x00\xd8", "low": b"\x00\xdc"}  # one code unit each (little-endian), no partner

@@ -12,7 +12,6 @@ import zipfile
 import zlib
 
 import pytest
-
 from planted import marks, planted, reasons, scan
 
 
