@@ -23,10 +23,6 @@ from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Re
 
 MAX_DEPTH = 8  # archives nested inside an input: one inside 8 others (level 9) is not walked
 MAX_LAYERS = 3 * (MAX_DEPTH + 1)  # layers of any kind (a compression on each side of an archive, per level)
-
-
-def plural_units(n: int) -> str:
-    return f"{n} code unit" if n == 1 else f"{n} code units"
 READ_AHEAD = True  # inflate a compressed file in a background thread (tests turn it off to compare)
 
 
@@ -135,8 +131,8 @@ class Unpacker:
             return
         if fmt.encoding is not None:
             def bad(units: int, name: str = name, encoding: str = fmt.encoding) -> None:
-                self.note(name, f"{plural_units(units)} of {encoding.upper()} without a partner (a lone surrogate) "
-                                "read as U+FFFD; the rest of the file was read")
+                self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} without a "
+                                "partner (a lone surrogate) read as U+FFFD; the rest of the file was read")
 
             stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, looks_utf16, bad), budget)
         if self.selection.hidden_member(name):

@@ -149,3 +149,19 @@ def test_zip_member_name_not_utf8_is_read_as_cp437(tmp_path, where):
     notes = reasons(report, "notes")
     assert any(shown in n and "CP437" in n and "\\xc8\\xd5\\xd6\\xbe" in n for n in notes), notes  # its bytes
     assert code == 1
+
+
+def test_compression_layers_do_not_count_as_levels_but_are_bounded(tmp_path):
+    data = planted(1)
+    for _ in range(12):  # a gzip of a gzip ... of a log: 12 layers, no archive
+        data = gzip.compress(data, 1)
+    (tmp_path / "deep.log.gz").write_bytes(data)
+    for _ in range(20):  # 32 layers: past MAX_LAYERS (a gzip quine would never end)
+        data = gzip.compress(data, 1)
+    (tmp_path / "deeper.log.gz").write_bytes(data)
+    (tmp_path / "plain.log").write_bytes(planted(2))
+    code, report, stderr = scan(tmp_path)
+    assert marks(report) == [1, 2] and code == 1, stderr
+    refused = reasons(report)
+    assert len(refused) == 1 and "deeper.log.gz: more than 27 layers of compression and archives" in refused[0]
+    assert scan(tmp_path, "--strict")[0] == 2
