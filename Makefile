@@ -30,6 +30,7 @@ test: install
 lint: install
 	$(BIN)/ruff check analyzer tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # Regenerate the golden reports of sample_logs/ (never edit them by hand).
 golden: install

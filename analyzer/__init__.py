@@ -1,15 +1,16 @@
 """ddtriage: triage analyzer for Huawei Ascend CANN LLM-DataDist logs.
 
-    paths -> inputs -> scanner -> patterns/context -> rules -> triage -> writers
+    paths -> inputs -> scan -> detect -> diagnose -> writers      (knowledge: the YAML tables)
 
-`api` is the facade; `engine` runs the stages on one stream, `parallel` runs many at once.
+`run.api` is the facade; `detect.engine` runs the stages on one stream, `run.parallel` runs many
+at once. ARCHITECTURE.md draws the packages and the records that cross them.
 
 Library first: everything the CLI does is a call here.
 
     from analyzer import analyze, load_rules, explain
     result = analyze(["sample_logs/"])
     result.findings        # Finding records, re-iterable (a spilled store, not a list)
-    result.summary         # report.Summary: counts by code x API, by node, bursts with their lead
+    result.summary         # diagnose.summary.Summary: counts by code x API, by node, bursts with their lead
     result.inputs          # InputStats: files, lines, bytes read, skipped inputs
 """
 
@@ -19,17 +20,17 @@ import os
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .errors import DDTriageError, InputError, RuleError
-from .records import Finding, InputStats, Skipped
+from .core.errors import DDTriageError, InputError, RuleError
+from .core.records import Finding, InputStats, Skipped
 
 if TYPE_CHECKING:
-    from .api import Analysis, Options, analyze, analyze_text
-    from .explain import explain
-    from .rules import RuleSet
+    from .knowledge.explain import explain
+    from .knowledge.rules import RuleSet
+    from .run.api import Analysis, Options, analyze, analyze_text
 
 # Imported on first use (PEP 562): `ddtriage --help` and `explain` must not pay for the engine.
-_LAZY = {"Analysis": "api", "Options": "api", "analyze": "api", "analyze_text": "api", "explain": "explain",
-         "RuleSet": "rules"}
+_LAZY = {"Analysis": "run.api", "Options": "run.api", "analyze": "run.api", "analyze_text": "run.api",
+         "explain": "knowledge.explain", "RuleSet": "knowledge.rules"}
 
 
 def __getattr__(name: str) -> Any:
@@ -44,7 +45,7 @@ def load_rules(*dirs: str | os.PathLike[str]) -> RuleSet:
     """Built-in rules plus any extra rule directories (later ones override earlier ones)."""
     from pathlib import Path
 
-    from .rules import RuleSet
+    from .knowledge.rules import RuleSet
 
     return RuleSet.load([Path(d) for d in dirs])
 

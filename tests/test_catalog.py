@@ -1,7 +1,7 @@
 """Stage: data. The catalog holds every code of domain.md §2 with the right numbers and names."""
 
 import pytest
-from analyzer.catalog import format_code
+from analyzer.knowledge.catalog import format_code
 
 # (n, C++ name, Python name, plog text) straight from domain.md §2.
 TABLE = [

@@ -217,10 +217,10 @@ def test_gitlab_fingerprints_survive_a_shifted_rerun():
 # --- several outputs, one scan ---------------------------------------------------------------
 
 def test_several_outputs_from_one_scan(in_root, tmp_path, monkeypatch):
-    import analyzer.api
+    import analyzer.run.api
     calls = []
-    real = analyzer.api.analyze
-    monkeypatch.setattr(analyzer.api, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = analyzer.run.api.analyze
+    monkeypatch.setattr(analyzer.run.api, "analyze", lambda *a, **k: calls.append(1) or real(*a, **k))
     outs = {"report.txt": "text", "findings.sarif": "sarif", "summary.md": "markdown", "tests.xml": "junit",
             "gl.json": "gitlab"}
     args = [f"-o{tmp_path / n}" if n != "gl.json" else f"-ogitlab:{tmp_path / n}" for n in outs]

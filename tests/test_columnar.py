@@ -7,8 +7,8 @@ import json
 
 import pytest
 from analyzer.cli import cli
+from analyzer.core.serial import KEY_COLUMNS
 from analyzer.writers import parquet
-from analyzer.writers.columns import KEY_COLUMNS
 from click.testing import CliRunner
 
 from fleetgen import make_fleet

@@ -107,8 +107,8 @@ def test_generic_failure_not_tied_by_a_nearby_line(rules):
 
 
 def test_generic_policy_keeps_echoes_only_soon_after_in_the_same_thread(rules):
-    from analyzer.context import ECHO_SECONDS, LOOKBACK_LINES, ApiContext, ApiResolver, GenericPolicy
-    from analyzer.logline import parse_header
+    from analyzer.core.headers import parse_header
+    from analyzer.detect.context import ECHO_SECONDS, LOOKBACK_LINES, ApiContext, ApiResolver, GenericPolicy
 
     def header(pid, second):
         return parse_header(f"[ERROR] GE({pid},p):2025-11-12-03:40:{second:06.3f} [x.cc:1]{pid} Run: failed")

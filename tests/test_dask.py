@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from analyzer import parallel
 from analyzer.cli import cli
 from analyzer.inputs import iter_sources
+from analyzer.run import parallel
 from click.testing import CliRunner
 
 from fleetgen import SAMPLES, make_fleet
@@ -103,7 +103,7 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
     with dask_cluster(2) as (address, _):
         assert scan("fleet", "--dask", address) == local
         with distributed.Client(address) as client:
-            from analyzer import dask_backend
+            from analyzer.run import dask_cluster as dask_backend
 
             built = client.run(lambda: dask_backend.ENGINES_BUILT)
             ran = client.run(lambda dask_worker: dask_worker.state.executed_count)
@@ -168,7 +168,7 @@ def test_fsspec_urls_scan_like_paths(tmp_path, monkeypatch):
 
 
 def test_bad_dask_addresses_are_one_line_errors(monkeypatch):
-    from analyzer import dask_backend
+    from analyzer.run import dask_cluster as dask_backend
 
     monkeypatch.setattr(dask_backend, "CONNECT_SECONDS", 2)
     for address, says in (("local:0", "local:N"), ("somewhere", "tcp://host:port"),
@@ -179,7 +179,7 @@ def test_bad_dask_addresses_are_one_line_errors(monkeypatch):
 
 def test_local_workers_start_without_dasks_malloc_trim_threshold(monkeypatch):
     # Dask's MALLOC_TRIM_THRESHOLD_=65536 halves the scanner's speed (a fresh mmap per block).
-    from analyzer import dask_backend
+    from analyzer.run import dask_cluster as dask_backend
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
     with dask_backend.connect("local:1") as client:

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from analyzer import store as store_module
 from analyzer.cli import cli
+from analyzer.run import store as store_module
 from click.testing import CliRunner
 
 from hostile import FINDING, ROOT
@@ -56,7 +56,7 @@ def test_a_refused_scheduler_is_a_one_line_error_at_once():
 
 @pytest.mark.skipif(not LINUX, reason="workers are forked on Linux only")
 def test_local_workers_are_forked_from_the_client(monkeypatch):
-    from analyzer import dask_backend
+    from analyzer.run import dask_cluster as dask_backend
 
     # Set here, after import: a forked worker has it, a spawned one (a fresh interpreter) does not.
     monkeypatch.setattr(dask_backend, "FORK_MARK", "set in the client", raising=False)
@@ -90,12 +90,12 @@ def test_local_workers_spill_to_the_clients_store_like_the_local_pool(tmp_path, 
 
 
 def test_local_workers_inflate_in_their_own_thread_like_the_pools(tmp_path):
-    from analyzer import dask_backend
-    from analyzer.api import Options
+    from analyzer.core.progress import Progress
     from analyzer.inputs import iter_sources, unpack
-    from analyzer.parallel import plan_units
-    from analyzer.progress import Progress
-    from analyzer.rules import RuleSet
+    from analyzer.knowledge.rules import RuleSet
+    from analyzer.run import dask_cluster as dask_backend
+    from analyzer.run.api import Options
+    from analyzer.run.parallel import plan_units
 
     (tmp_path / "a.log").write_text(FINDING + "\n")
     units = plan_units(list(iter_sources([str(tmp_path)], [])), 2)

@@ -242,7 +242,7 @@ def test_tz_from_the_config_file(tmp_path, monkeypatch):
 
 
 def test_an_enveloped_file_split_across_jobs_gives_the_same_report(tmp_path, monkeypatch):
-    from analyzer import parallel
+    from analyzer.run import parallel
 
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
     header = '"@timestamp","kubernetes.pod_name","log"\n'

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
 from click.testing import CliRunner
 
 CORPUS = Path(__file__).parent / "data" / "envelopes"
@@ -73,9 +74,9 @@ def test_no_finding_on_a_negative_line():
 
 
 def test_the_stdlib_prefilter_finds_the_same_as_hyperscan():
-    from analyzer.api import Options, analyze
+    from analyzer.run.api import Options, analyze
 
     paths = [str(CORPUS / entry["path"]) for entry in KEY["files"]]
-    runs = [[f.to_dict() for f in analyze(paths, options=Options(prefilter=engine)).findings]
+    runs = [[finding_dict(f) for f in analyze(paths, options=Options(prefilter=engine)).findings]
             for engine in ("find", "auto")]
     assert runs[0] == runs[1] and len(runs[0]) == sum(len(e["findings"]) for e in KEY["files"])

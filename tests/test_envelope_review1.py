@@ -9,7 +9,7 @@ import json
 
 import pytest
 from analyzer.cli import cli
-from analyzer.scanner import Prefilter
+from analyzer.scan.blocks import Prefilter
 from click.testing import CliRunner
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from analyzer.cli import cli
-from analyzer.rulecheck import check_envelope_examples
-from analyzer.rules import RuleSet
+from analyzer.knowledge.rules import RuleSet
+from analyzer.run.rulecheck import check_envelope_examples
 from click.testing import CliRunner
 
 SAMPLES = Path(__file__).parent.parent / "sample_logs"
@@ -221,7 +221,7 @@ def test_a_wrong_example_fails_rules_check(tmp_path):
 def test_plain_logs_have_no_envelope():
     table = RuleSet.load().envelopes
     for path in INNER_LOGS:
-        assert table.detect(path.read_bytes()[:65536]) is None, path
+        assert table.match_head(path.read_bytes()[:65536]) is None, path
 
 
 def test_colour_in_a_plain_log_is_cleaned():

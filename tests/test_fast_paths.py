@@ -13,8 +13,8 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from analyzer import api
-from analyzer.engine import Engine
+from analyzer.detect.engine import Engine
+from analyzer.run import api
 from analyzer.writers import render_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,7 +56,7 @@ def test_screened_link_facts_equal_the_patterns_alone_on_every_line(tmp_path: Pa
     """The hyperscan screen only skips patterns that cannot match: on every line of the corpora,
     of the sample logs, of the link-fact examples and of a generated connector log, `find` gives
     what the patterns alone give."""
-    from analyzer.rules import RuleSet
+    from analyzer.knowledge.rules import RuleSet
 
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_plog

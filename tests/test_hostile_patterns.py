@@ -9,13 +9,13 @@ from collections.abc import Callable
 from functools import cache
 
 import pytest
-from analyzer.api import analyze_snippet
-from analyzer.context import ApiResolver
-from analyzer.engine import Engine
-from analyzer.fingerprint import message_template
-from analyzer.logline import parse_header, record_headers
-from analyzer.patterns import CodeMatcher
-from analyzer.rules import RuleSet
+from analyzer.core.headers import parse_header, record_headers
+from analyzer.detect.context import ApiResolver
+from analyzer.detect.engine import Engine
+from analyzer.detect.fingerprint import message_template
+from analyzer.detect.patterns import CodeMatcher
+from analyzer.knowledge.rules import RuleSet
+from analyzer.run.api import analyze_snippet
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 

@@ -132,7 +132,7 @@ def test_a_missing_path_is_a_usage_error_whatever_its_name(log, missing):
     assert b"ddtriage: error:" in result.stderr and b"Traceback" not in result.stderr
 
 
-BOOM = ("import sys; import analyzer.engine as e\n"
+BOOM = ("import sys; import analyzer.detect.engine as e\n"
         "def boom(*a, **k): raise RuntimeError('kaboom')\n"
         "e.Engine.scan_source = boom\n"
         "from analyzer.cli import main; sys.argv[0] = 'ddtriage'; main()\n")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from analyzer.cli import cli
-from analyzer.linkfacts import LinkFactMatcher
+from analyzer.knowledge.linkfacts import LinkFactMatcher
 from click.testing import CliRunner
 
 

@@ -3,8 +3,8 @@ socket errors are classified as likely causes of the finding after them, never a
 
 import pytest
 from analyzer import RuleError, analyze_text, load_rules
-from analyzer.catalog import BUILTIN_RULES_DIR
-from analyzer.rulecheck import check_examples, classified_as, family_examples
+from analyzer.knowledge.catalog import BUILTIN_RULES_DIR
+from analyzer.run.rulecheck import check_examples, classified_as, family_examples
 
 NEIGHBOURS = BUILTIN_RULES_DIR / "neighbours.yaml"
 
@@ -133,8 +133,8 @@ def test_causes_respect_process_time_and_order(rules):
 
 
 def test_causes_are_same_process_recent_and_not_the_finding_itself(rules):
-    from analyzer.logline import parse_header
-    from analyzer.neighbours import CAUSE_SECONDS, Event, causes
+    from analyzer.core.headers import parse_header
+    from analyzer.detect.causes import CAUSE_SECONDS, Event, causes
 
     header = parse_header("[ERROR] GE(5569,p):2025-11-12-03:40:40.000 [x.cc:1]5650 PullCache: ErrorNo: 1343270938(x)")
     events = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from analyzer.linkfacts import MAX_VALUES, NodeFacts
+from analyzer.core.observations import MAX_VALUES, NodeFacts
 
 
 def _facts(i: int) -> list[tuple[str, str]]:

@@ -5,11 +5,12 @@ import gzip
 import json
 from pathlib import Path
 
-import analyzer.parallel as parallel
+import analyzer.run.parallel as parallel
 from analyzer import analyze
-from analyzer.api import Options
 from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
 from analyzer.inputs import iter_sources
+from analyzer.run.api import Options
 from click.testing import CliRunner
 
 from bundles import tar_bytes
@@ -44,7 +45,7 @@ def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
     assert len(parallel.plan_units(list(iter_sources([str(path)], [])), 3)) == 3
     for jobs in (2, 3):
         many = scan(path, jobs=jobs)
-        assert [f.to_dict() for f in many.findings] == [f.to_dict() for f in one.findings]
+        assert [finding_dict(f) for f in many.findings] == [finding_dict(f) for f in one.findings]
         assert (many.inputs.lines, many.inputs.bytes, many.inputs.files) == (one.inputs.lines, one.inputs.bytes, 1)
     assert len(one.findings) == 80  # 40 timeouts + 40 echoes
     assert {f.causes[0][1:3] for f in one.findings if not f.generic} == {("runtime", "507046")}

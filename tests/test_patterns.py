@@ -1,7 +1,7 @@
 """Stage: scan (what a code looks like). Every print form of domain.md §5 is found; look-alikes are not."""
 
 import pytest
-from analyzer.patterns import CodeMatcher
+from analyzer.detect.patterns import CodeMatcher
 
 
 @pytest.fixture(scope="module")

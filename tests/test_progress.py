@@ -3,7 +3,7 @@ itself; time comes from an injected clock, not the wall."""
 
 import io
 
-from analyzer.progress import DELAY, INTERVAL, ProgressBar
+from analyzer.core.progress import DELAY, INTERVAL, ProgressBar
 
 
 class Clock:

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import zstandard
 from analyzer import analyze
-from analyzer.api import Options
 from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
 from analyzer.inputs import Limits, Selection
+from analyzer.run.api import Options
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -259,11 +260,11 @@ def test_stdlib_gzip_and_isal_give_the_same_result(tmp_path, monkeypatch):
 
     path = tmp_path / "rot.log.1.gz"
     path.write_bytes(gzip.compress(LOG * 300, mtime=0))
-    fast = [f.to_dict() for f in scan(path).findings]
+    fast = [finding_dict(f) for f in scan(path).findings]
     import zlib
 
     monkeypatch.setattr(readers, "_zlib", zlib)
-    assert [f.to_dict() for f in scan(path).findings] == fast and len(fast) == 300
+    assert [finding_dict(f) for f in scan(path).findings] == fast and len(fast) == 300
 
 
 @pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zst"])

@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from analyzer import api, observed
-from analyzer.merge import merge_parts
+from analyzer.core import observations as observed
+from analyzer.run import api
+from analyzer.run.merge_parts import merge_parts
 from analyzer.writers import render_report
 
 HCCL = ("[ERROR] HCCL({pid},python3):2025-11-12-03:40:{s:02d}.000.000 [hccl_comm.cc:655] [{pid}][HcclCommPrepare] "

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 from analyzer import RuleError, analyze_text, load_rules
-from analyzer.engine import Engine
-from analyzer.rulecheck import check_example, check_examples
+from analyzer.detect.engine import Engine
+from analyzer.run.rulecheck import check_example, check_examples
 
 
 def _cases():

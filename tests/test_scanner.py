@@ -4,9 +4,10 @@ long lines or line endings; both prefilter engines give the same candidates."""
 import io
 
 import pytest
-from analyzer import scanner
-from analyzer.patterns import BASE_LITERALS
-from analyzer.scanner import Prefilter, ScanCounts, scan_stream
+from analyzer.core.serial import finding_dict
+from analyzer.detect.patterns import BASE_LITERALS
+from analyzer.scan import blocks as scanner
+from analyzer.scan.blocks import Prefilter, ScanCounts, scan_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,9 +107,9 @@ def test_both_prefilter_engines_give_the_same_findings(rules):
     from pathlib import Path
 
     from analyzer import analyze
-    from analyzer.api import Options
+    from analyzer.run.api import Options
 
     logs = [str(Path(__file__).parent.parent / "sample_logs"), str(Path(__file__).parent / "data" / "unseen")]
     fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))
     pure = analyze(logs, rules=rules, options=Options(prefilter="find"))
-    assert [f.to_dict() for f in fast.findings] == [f.to_dict() for f in pure.findings]
+    assert [finding_dict(f) for f in fast.findings] == [finding_dict(f) for f in pure.findings]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analyzer.store import SPILL_PREFIX, spill_dir, sweep_spills
+from analyzer.run.store import SPILL_PREFIX, spill_dir, sweep_spills
 
 
 def _dead_pid() -> int:

@@ -7,14 +7,15 @@ import random
 from datetime import datetime
 from pathlib import Path
 
-import analyzer.parallel as parallel
-import analyzer.store as store_mod
+import analyzer.run.parallel as parallel
+import analyzer.run.store as store_mod
 from analyzer import analyze, analyze_text, load_rules
 from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
+from analyzer.core.times import parse_ts, year_refs
+from analyzer.diagnose.tally import Tally, summarize
 from analyzer.inputs import iter_sources
-from analyzer.store import FindingStore, RunWriter, sort_key
-from analyzer.timepolicy import parse_ts, year_refs
-from analyzer.triage import Tally, summarize
+from analyzer.run.store import FindingStore, RunWriter, sort_key
 from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,20 +183,20 @@ ANSWER_KEYS = ["sample_logs", "tests/data/unseen", "tests/data/fleets", "tests/d
 def test_memoised_templates_give_the_findings_of_the_straightforward_path(in_root, monkeypatch):
     """The engine's optimisations (memoised message templates) change nothing: every finding of
     the answer-key corpora is the same as with each template computed from scratch."""
-    import analyzer.fingerprint as fp
+    import analyzer.detect.fingerprint as fp
 
-    fast = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    fast = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
     memo = dict(fp._MEMO)
     assert memo, "the memo was used"
     monkeypatch.setattr(fp, "message_template", fp.mask)
-    plain = [f.to_dict() for f in analyze(ANSWER_KEYS).findings]
+    plain = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
     assert fast == plain and len(fast) > 150
 
 
 def test_template_depends_only_on_which_digits_are_zero():
     """Why the memo is sound: lines with the same memo key (digits as 1, the 0 of `0x` kept apart:
     `0x` starts a hex number, `4x` does not) have one template."""
-    from analyzer.fingerprint import _memo_key, mask
+    from analyzer.detect.fingerprint import _memo_key, mask
 
     rnd = random.Random(5)
     shapes = ["[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 req_id=cmpl-7f3a9 10.1.0.1:26000 ret = 0x5010B001",
@@ -222,16 +223,16 @@ def test_help_and_explain_do_not_import_the_engine():
 
     probe = ("import sys; from analyzer.cli import main; sys.argv = ['ddtriage'] + sys.argv[1:]\n"
              "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in ('numpy', 'pandas', 'analyzer.engine', 'analyzer.api') if m in sys.modules))")
+             "print(sorted(m for m in ('numpy', 'pandas', 'analyzer.detect.engine', 'analyzer.run.api') if m in sys.modules))")
     for args in (["--help"], ["explain", "0x5010B001"]):
         out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True)
         assert out.stdout.strip().splitlines()[-1] == "[]", (args, out.stdout[-300:])
 
 
 def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
-    import analyzer.catalog as catalog
+    import analyzer.knowledge.catalog as catalog
     import yaml
-    from analyzer.rules import RuleSet
+    from analyzer.knowledge.rules import RuleSet
 
     for path in sorted(Path(str(catalog.BUILTIN_RULES_DIR)).glob("*.yaml")):
         with open(path, encoding="utf-8") as handle:
@@ -244,8 +245,8 @@ def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
 
 
 def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
-    from analyzer.records import Finding
-    from analyzer.writers import encode
+    from analyzer.core import serial as encode
+    from analyzer.core.records import Finding
 
     assert encode.finding_line is encode._fast  # the fast path is in use: it knows every field
     findings = list(analyze(ANSWER_KEYS).findings)
@@ -253,7 +254,7 @@ def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
                                causes=((3, "hccl", "9", "timeout \"x\""),), references=(), api_line=0,
                                recoverable=False, known=False, bundle="b!c")
     for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "m", "t", "hex")]:
-        assert encode.finding_line(f) == json.dumps(f.to_dict(), ensure_ascii=False)
+        assert encode.finding_line(f) == json.dumps(finding_dict(f), ensure_ascii=False)
 
 
 def test_archive_members_out_of_order_come_back_in_report_order(tmp_path, monkeypatch):
@@ -303,14 +304,14 @@ def test_units_own_tallies_give_the_summary_of_the_findings_read_again(in_root, 
         fast = {jobs: analyze([corpus], jobs=jobs).summary for jobs in (1, 2)}
         fast_path.append(not replays)  # no window, no guessed year: the findings were not read again
         with monkeypatch.context() as patch:
-            patch.setattr("analyzer.api.merge", without_tallies)
+            patch.setattr("analyzer.run.api.merge", without_tallies)
             replayed = analyze([corpus], jobs=2).summary
         assert fast[1] == fast[2] == replayed, corpus
         assert replayed.findings and replayed.bursts and replayed.folded
     assert fast_path[-1], fast_path
     # Where the time policy makes the summary read the findings again anyway (guessed years), the
     # units' tallies must still equal the tally of the findings as stored.
-    from analyzer.api import Options
+    from analyzer.run.api import Options
 
     for corpus in corpora:
         sources = list(iter_sources([corpus], []))

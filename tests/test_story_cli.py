@@ -120,7 +120,7 @@ def test_link_fact_examples(kind, line, value):
 def test_rules_check_proves_link_fact_examples(tmp_path):
     import shutil
 
-    from analyzer.rules import BUILTIN_RULES_DIR
+    from analyzer.knowledge.rules import BUILTIN_RULES_DIR
 
     assert run("rules", "check")[0] == 0
     broken = tmp_path / "rules"
@@ -136,7 +136,7 @@ def test_rules_check_proves_link_fact_examples(tmp_path):
 
 
 def test_facts_printed_on_every_request_never_make_a_line_a_candidate():
-    from analyzer.engine import Engine
+    from analyzer.detect.engine import Engine
 
     prefilter = Engine(load_rules(), prefilter_engine="find").prefilter
     literals = set(prefilter.literals) | set(prefilter.fact_literals)

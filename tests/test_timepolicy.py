@@ -7,11 +7,12 @@ import tarfile
 from datetime import datetime
 
 from analyzer import analyze
-from analyzer.api import Options
+from analyzer.core.headers import parse_header
+from analyzer.core.records import Finding
+from analyzer.core.times import apply_window, parse_ts, settle_years
 from analyzer.inputs import YearHint
-from analyzer.logline import parse_header
-from analyzer.records import Finding
-from analyzer.timepolicy import Rollover, StreamClock, apply_window, parse_ts, settle_years, time_before
+from analyzer.run.api import Options
+from analyzer.scan.clock import Rollover, StreamClock, time_before
 
 LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"
        b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "

@@ -1,8 +1,8 @@
 """Stage: triage. Counts by code x API, bursts with their lead and echoes, severe first."""
 
 from analyzer import analyze_text
-from analyzer.report import AlsoCode, Summary
-from analyzer.triage import summarize
+from analyzer.diagnose.summary import AlsoCode, Summary
+from analyzer.diagnose.tally import summarize
 
 BURSTS = "\n".join([
     "[ERROR] GE(1,p):2025-11-12-03:40:05.100.000 [llm_datadist.cc:8]2 LinkClusters: ErrorNo: 1343270913(request wait to be processed timeout!)",

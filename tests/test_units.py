@@ -4,8 +4,8 @@ tally, the bursts that can still make the summary's cut) gives the same report f
 import json
 import random
 
-import analyzer.bursts as bursts_mod
-import analyzer.parallel as parallel
+import analyzer.diagnose.bursts as bursts_mod
+import analyzer.run.parallel as parallel
 import pytest
 from analyzer import analyze
 from analyzer.cli import cli

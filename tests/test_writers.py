@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from analyzer import Analysis, analyze
-from analyzer.report import Burst, Summary
+from analyzer.diagnose.summary import Burst, Summary
 from analyzer.writers import WRITERS, render_report, write_report
 
 CLEAN = "nothing to see\nLLM_SUCCESS\n"

@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 
 import click
 
-from ..errors import DDTriageError
-from ..rules import RuleSet
+from ..core.errors import DDTriageError
+from ..knowledge.rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -113,7 +113,7 @@ DEBUG = {"on": False}  # --debug: an internal error shows its traceback
 @click.pass_context
 def cli(ctx: click.Context, config_file: Path | None, debug: bool) -> None:
     """Triage LLM-DataDist failures in CANN host/device logs and application logs."""
-    from ..config import find_config, load_config
+    from .settings import find_config, load_config
 
     DEBUG["on"] = debug or DEBUG["on"]
     try:
@@ -160,7 +160,7 @@ class Zone(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, tzinfo):
             return value
-        from ..timepolicy import parse_tz
+        from ..core.times import parse_tz
 
         try:
             return parse_tz(str(value))

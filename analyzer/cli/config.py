@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from ..config import KEYS, Config
 from .base import cli
+from .settings import KEYS, Config
 
 
 def _shown(value: Any) -> str:

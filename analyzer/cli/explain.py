@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import DDTriageError
+from ..core.errors import DDTriageError
 from .base import cli, fail, load_rules, rules_option
 
 
@@ -18,7 +18,7 @@ def explain(code: str, fmt: str, rules_dirs: tuple[Path, ...]) -> None:
     """Explain CODE (hex, decimal, C++ or Python name): meaning and every context remedy."""
     import json
 
-    from ..explain import explain as explain_code
+    from ..knowledge.explain import explain as explain_code
 
     try:
         info = explain_code(code, load_rules(rules_dirs))

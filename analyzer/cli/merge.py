@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..errors import DDTriageError
+from ..core.errors import DDTriageError
 from ..writers import WRITERS
 from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, load_rules, rules_option
 from .outputs import resolve_outputs
@@ -32,7 +32,7 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
     parts together, and merge: summary, bursts, bundles and failures across them are recomputed
     over all the findings.
     """
-    from ..merge import merge_parts
+    from ..run.merge_parts import merge_parts
 
     reports = resolve_outputs(fmt, outputs)
     warn = None if quiet else (lambda message: click.echo(f"ddtriage: warning: {message}", err=True))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..catalog import Code
-from ..errors import DDTriageError
+from ..core.errors import DDTriageError
+from ..knowledge.catalog import Code
 from .base import EXIT_ERROR, cli, fail, load_rules, rules_option
 
 
@@ -21,7 +21,7 @@ def rules() -> None:
 @rules_option
 def rules_list(rules_dirs: tuple[Path, ...]) -> None:
     """List every rule: id, action, codes and conditions."""
-    from ..explain import describe_rule
+    from ..knowledge.explain import describe_rule
 
     try:
         ruleset = load_rules(rules_dirs)
@@ -43,7 +43,7 @@ def rules_list(rules_dirs: tuple[Path, ...]) -> None:
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 def rules_check(directory: Path | None) -> None:
     """Validate rules (built-in plus DIRECTORY) and prove every rule's example lines."""
-    from ..rulecheck import check_examples
+    from ..run.rulecheck import check_examples
 
     try:
         ruleset = load_rules([directory] if directory else [])

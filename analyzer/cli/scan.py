@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from ..errors import DDTriageError
+from ..core.errors import DDTriageError
 from ..writers import WRITERS, is_binary, write_report
 from ..writers.common import plural
 
 if TYPE_CHECKING:
-    from ..api import Analysis
     from ..inputs import Selection
+    from ..run.api import Analysis
 from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -101,11 +101,11 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
 
     With no PATHS, scans $ASCEND_PROCESS_LOG_PATH, else ~/ascend/log.
     """
-    from ..api import Options, analyze
+    from ..core.progress import Progress, ProgressBar
+    from ..core.times import window_bound
     from ..inputs import Limits, default_paths, printable
-    from ..parallel import cpu_count
-    from ..progress import Progress, ProgressBar
-    from ..timepolicy import window_bound
+    from ..run.api import Options, analyze
+    from ..run.parallel import cpu_count
 
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:
@@ -154,7 +154,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                 if left_out else "") + "; check the paths and globs, or pass --allow-empty")
     _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     if around:
-        from ..readback import context_of
+        from ..run.readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
@@ -181,7 +181,8 @@ def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool)
 def _known_errors(analysis: Analysis, baseline: str | None, write_to: str | None, suppressions: str | None,
                   quiet: bool) -> None:
     """Record a baseline of everything found, then hide what the baseline and suppressions know."""
-    from ..baseline import apply_known_errors, baseline_entries, write_entries
+    from ..diagnose.known_errors import baseline_entries, write_entries
+    from ..run.finish import apply_known_errors
 
     if not (baseline or write_to or suppressions):
         return  # the findings stay where they are (on disk for a storm), not read into a list

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import DDTriageError
+from ..core.errors import DDTriageError
 from .base import cli, fail
 
 
@@ -15,7 +15,7 @@ from .base import cli, fail
 def show(where: tuple[str, ...], around: int) -> None:
     """Print lines of a log: WHERE is `PATH:LINE`, `PATH:FIRST-LAST` or `PATH`, where PATH may name an
     archive member as reports do: 'bundle.tar.gz!node-2/plog.tar.gz!plog-1.log:61-62'."""
-    from ..readback import parse_where, read_lines
+    from ..run.readback import parse_where, read_lines
     from ..writers.safe import terminal
 
     for n, text in enumerate(where):

@@ -134,17 +134,16 @@ class Decompressed(io.RawIOBase):
 class Utf16ToUtf8(io.RawIOBase):
     """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line by line.
     A log that goes on in UTF-8 after a UTF-16 part (a tool appended to it) keeps both: at the first
-    line that does not look like UTF-16 (`formats.looks_utf16`), the rest is passed through as bytes.
+    line that does not look like UTF-16 (`looks_utf16`), the rest is passed through as bytes.
     A bad code unit (a lone surrogate: a string cut mid-pair) costs that unit alone: it reads as
     U+FFFD, and `bad(count)` is called once at the end when there was any."""
 
     LOOK = 256  # bytes of a line looked at to tell
 
-    def __init__(self, raw: Reader, encoding: str, looks: Callable[[bytes, bool], bool],
-                 bad: Callable[[int], None] | None = None) -> None:
+    def __init__(self, raw: Reader, encoding: str, bad: Callable[[int], None] | None = None) -> None:
         self.raw = raw
         self.little = encoding.endswith("le")
-        self._looks = looks  # formats.looks_utf16, passed in: formats is the table, codecs below it
+        self._looks = looks_utf16
         self._newline = b"\n\x00" if self.little else b"\x00\n"
         # surrogatepass: a lone surrogate decodes as itself, to be counted and replaced (`_clean`)
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
@@ -233,3 +232,21 @@ class Utf16ToUtf8(io.RawIOBase):
         while pos != -1 and (pos - start) % 2:
             pos = buf.find(self._newline, pos + 1)
         return -1 if pos == -1 else pos + 2
+
+
+def looks_utf16(data: bytes, little: bool) -> bool:
+    """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
+    least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
+    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all. A lone surrogate
+    (at most one code unit in 16) is a damaged unit, not binary data."""
+    data = data[: len(data) // 2 * 2]
+    if len(data) < 4:
+        return False
+    high = data[1::2] if little else data[0::2]
+    if high.count(0) * 4 < len(high):
+        return False
+    try:  # a lone surrogate (a string cut mid-pair) decodes as itself here: a few do not make it binary
+        text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    return len(LONE_SURROGATE.findall(text)) * 16 <= len(text)

@@ -7,8 +7,8 @@ Sniffing, suffix stripping (selection globs, node names in `layout`) and the unp
 this table, in its order: to add a compression, add its `Codec` and one row here.
 
 Imports point one way: `formats` (the table) -> `archives` (walkers) -> `codecs` -> `streams`.
-Neither `codecs` nor `archives` imports this module; what they need of it is passed to them (the
-unpacker hands `looks_utf16` to `codecs.Utf16ToUtf8`).
+Neither `codecs` nor `archives` imports this module: what both the table and a codec need
+(`looks_utf16`, which tells UTF-16 from a plain log) lives in `codecs`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import archives
-from .codecs import LONE_SURROGATE, Codec, Decompressed, Decompressor
+from .codecs import Codec, Decompressed, Decompressor, looks_utf16
 from .streams import LimitExceeded, Reader
 
 _zlib: Any
@@ -101,24 +101,6 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
     if len(zeros) < 16:
         return False
     return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
-
-
-def looks_utf16(data: bytes, little: bool) -> bool:
-    """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
-    least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
-    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all. A lone surrogate
-    (at most one code unit in 16) is a damaged unit, not binary data."""
-    data = data[: len(data) // 2 * 2]
-    if len(data) < 4:
-        return False
-    high = data[1::2] if little else data[0::2]
-    if high.count(0) * 4 < len(high):
-        return False
-    try:  # a lone surrogate (a string cut mid-pair) decodes as itself here: a few do not make it binary
-        text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
-    except UnicodeDecodeError:
-        return False
-    return len(LONE_SURROGATE.findall(text)) * 16 <= len(text)
 
 
 def _is_utf16_le(head: bytes, name: str) -> bool:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO, cast
 
-from ..errors import InputError
-from ..records import Skipped
+from ..core.errors import InputError
+from ..core.records import Skipped
 from .formats import strip_archive_suffix, strip_compression_suffix
 from .layout import is_layout_folder
 from .names import printable

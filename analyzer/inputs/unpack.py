@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..records import Skipped
+from ..core.records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
-from .formats import HEAD, detect, lookalike, looks_utf16
+from .formats import HEAD, detect, lookalike
 from .names import printable
 from .own import HEAD as OWN_HEAD
 from .own import left_out_reason, own_document
@@ -134,7 +134,7 @@ class Unpacker:
                 self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} without a "
                                 "partner (a lone surrogate) read as U+FFFD; the rest of the file was read")
 
-            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, looks_utf16, bad), budget)
+            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, bad), budget)
         if self.selection.hidden_member(name):
             return
         if self.selection.wanted(name):

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..records import Finding
+from ..core.records import Finding
 
 if TYPE_CHECKING:
-    from .. import Analysis
-    from ..observed import RelatedEvent
+    from ..core.observations import RelatedEvent
+    from ..run.api import Analysis
 
 TOOL_URI = "https://pypi.org/project/ddtriage/"
 

@@ -6,10 +6,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..report import AlsoCode, Burst, Cause, FoldedRow, Summary
+from ..core.progress import human_bytes
+from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 
 def describe_code(code: str, name: str | None) -> str:
@@ -111,13 +112,6 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
-def human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def inputs_line(analysis: Analysis) -> str:

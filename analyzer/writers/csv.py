@@ -13,10 +13,10 @@ from __future__ import annotations
 import csv
 from typing import TYPE_CHECKING, TextIO
 
-from .columns import KEY_COLUMNS, value
+from ..core.serial import KEY_COLUMNS, value
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "csv"
 suffix = ".csv"

@@ -33,7 +33,7 @@ from .ci import (
 from .common import describe_api, describe_code, inputs_line, known_errors_lines, plural, recoverable_word
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "github"
 suffix = ".github.txt"

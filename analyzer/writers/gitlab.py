@@ -23,7 +23,7 @@ from .ci import groups, headline, related_fails, related_groups, related_message
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "gitlab"
 suffix = ".gitlab.json"

@@ -18,9 +18,9 @@ from . import safe
 from .common import context_lines, inputs_line, plural, span_of
 
 if TYPE_CHECKING:
-    from .. import Analysis
-    from ..observed import RelatedEvent
-    from ..report import Burst, Incident
+    from ..core.observations import RelatedEvent
+    from ..diagnose.summary import Burst, Incident
+    from ..run.api import Analysis
 
 name = "html"
 suffix = ".html"

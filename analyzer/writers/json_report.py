@@ -19,11 +19,11 @@ import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from .encode import finding_lines
+from ..core.serial import finding_dict, finding_lines
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "json"
 suffix = ".json"
@@ -57,7 +57,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
 def _lines(analysis: Analysis) -> Iterator[str]:
     """Each finding's JSON line; with a baseline, every finding of the run, marked `baseline: new|known`
     (the summary counts the new ones)."""
-    from ..store import sort_key
+    from ..run.store import sort_key
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
@@ -65,7 +65,7 @@ def _lines(analysis: Analysis) -> Iterator[str]:
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: sort_key(fm[0])):
-        yield json.dumps(dict(f.to_dict(), baseline=mark), ensure_ascii=False)
+        yield json.dumps(dict(finding_dict(f), baseline=mark), ensure_ascii=False)
 
 
 def render(analysis: Analysis) -> str:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from .encode import finding_lines
+from ..core.serial import finding_lines
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "jsonl"
 suffix = ".jsonl"

@@ -39,7 +39,7 @@ from .ci import (
 )
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "junit"
 suffix = ".xml"

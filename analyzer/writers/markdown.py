@@ -28,8 +28,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from .. import Analysis
-    from ..report import Summary
+    from ..diagnose.summary import Summary
+    from ..run.api import Analysis
 
 name = "markdown"
 suffix = ".md"

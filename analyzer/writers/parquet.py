@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..errors import InputError
-from .columns import COLUMNS, value
+from ..core.serial import COLUMNS, PARQUET_METADATA_KEY, load_pyarrow, value
 
 if TYPE_CHECKING:
-    from .. import Analysis
+    from ..run.api import Analysis
 
 name = "parquet"
 suffix = ".parquet"
@@ -27,25 +26,12 @@ binary = True  # write() takes a binary stream
 # Findings per row group: the rows of one group are held as Python values until written, and
 # 65,536 of them cost ~120 MiB more than the JSON writer (review D16); 8,192 keep the peak near it.
 ROW_GROUP = 2048  # findings per row group: bounded memory (pyarrow and pandas alone are ~110 MiB)
-METADATA_KEY = b"ddtriage"
 REPORT_VERSION = 1
-
-
-def _pyarrow() -> Any:
-    try:
-        import pyarrow
-        import pyarrow.parquet  # noqa: F401 - loads the submodule
-    except ImportError:
-        raise InputError("--format parquet needs pyarrow: pip install 'ddtriage[fleet]'") from None
-    # Arrow's own allocators keep what they freed: with the system allocator a merge of many
-    # parts stays ~100 MiB lower at its peak.
-    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-    return pyarrow
 
 
 def schema() -> Any:
     """The Arrow schema of a findings file."""
-    pa = _pyarrow()
+    pa = load_pyarrow()
     text, flag, number = pa.string(), pa.bool_(), pa.int64()
     cause = pa.struct([("line", number), ("family", text), ("code", text), ("meaning", text)])
     types = {"recoverable": flag, "line": number, "api_line": number, "known": flag, "generic": flag,
@@ -55,12 +41,12 @@ def schema() -> Any:
 
 
 def write(analysis: Analysis, out: BinaryIO) -> None:
-    pa = _pyarrow()
+    pa = load_pyarrow()
     meta = {"version": REPORT_VERSION, "inputs": analysis.inputs.to_dict(),
             # what `ddtriage merge` needs to rebuild the incidents: related errors and link facts
             "related": [e.to_dict() for e in analysis.related],
             "links": [facts.to_dict(node) for node, facts in analysis.links.items()]}
-    target = schema().with_metadata({METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
+    target = schema().with_metadata({PARQUET_METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
         batch: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         rows = 0
@@ -80,8 +66,9 @@ def dump(data: bytes) -> str:
     test compares, since the file's bytes name the pyarrow version that wrote it."""
     import io
 
-    pa = _pyarrow()
+    pa = load_pyarrow()
     table = pa.parquet.read_table(io.BytesIO(data))
-    lines = [table.schema.metadata[METADATA_KEY].decode(), ", ".join(f"{f.name}: {f.type}" for f in table.schema)]
+    head = table.schema.metadata[PARQUET_METADATA_KEY].decode()
+    lines = [head, ", ".join(f"{f.name}: {f.type}" for f in table.schema)]
     lines += [json.dumps(row, ensure_ascii=False) for row in table.to_pylist()]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-from ..fingerprint import fingerprint, message_template
+from ..detect.fingerprint import fingerprint, message_template
 from .ci import (
     KEEP,
     TOOL_URI,
@@ -37,9 +37,9 @@ from .ci import (
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from .. import Analysis
-    from ..records import Finding
-    from ..rules import Rule
+    from ..core.records import Finding
+    from ..knowledge.rules import Rule
+    from ..run.api import Analysis
 
 name = "sarif"
 suffix = ".sarif"

@@ -28,7 +28,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from ..logline import parse_header
+from ..core.headers import parse_header
 from . import safe
 from .common import (
     Style,
@@ -48,9 +48,9 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from .. import Analysis
-    from ..observed import RelatedEvent
-    from ..report import Burst, Incident, Summary
+    from ..core.observations import RelatedEvent
+    from ..diagnose.summary import Burst, Incident, Summary
+    from ..run.api import Analysis
 
 name = "text"
 suffix = ".txt"

@@ -1,0 +1,214 @@
+"""The one serialisation of a finding: its JSON shape, its JSON text, its columns, and back.
+
+Used by the JSON and JSONL writers (`finding_line`), the Parquet and CSV writers (`COLUMNS`,
+`value`), the store's readers and `merge` (`finding_of`). A field added to `Finding` is added here
+once, and the tests that hold the fast encoder to `json.dumps` and rebuild findings from every
+format show where it is missing.
+
+JSON text:
+
+`json.dumps(finding_dict(f), ensure_ascii=False)` costs ~12 us a finding, most of it building
+the dict and walking it. Here each field is encoded straight from the record with the C string
+encoder, and the long fields a storm repeats (remedy, references, causes) are encoded once per
+distinct value. The bytes are the same as `json.dumps` gives (a test holds every finding of the
+answer keys to that); and if `finding_dict` gains a field this module does not know, it
+falls back to `json.dumps` rather than write something else.
+
+orjson was measured and not used: it cannot print `json.dumps`'s `", "`/`": "` separators, so its
+output would differ from every golden report, and re-spacing its output costs what it saves.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from .errors import InputError
+from .records import Finding
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """The JSON shape of a finding (stable key order)."""
+    return {
+        "source": f.source,
+        "line": f.line,
+        "timestamp": f.timestamp,
+        "time_source": f.time_source,
+        "inferred_time": f.time_hint,
+        "code": f.code,
+        "name": f.name,
+        "known": f.known,
+        "api": f.api,
+        "api_evidence": f.api_evidence,
+        "api_line": f.api_line,
+        "recoverable": f.recoverable,
+        "rule": f.rule,
+        "fingerprint": f.fingerprint,
+        "action": f.action,
+        "remedy": f.remedy,
+        "references": list(f.references),
+        "form": f.form,
+        "in_cluster_results": f.in_cluster_results,
+        "bundle": f.bundle,
+        "node": f.node,
+        "pod": f.pod,
+        "container": f.container,
+        "stream": f.stream,
+        "envelope": f.envelope,
+        "envelope_time": f.envelope_time,
+        "kind": f.kind,
+        "device": f.device,
+        "pid": f.pid,
+        "tid": f.tid,
+        "causes": [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in f.causes],
+        "link": dict(f.link),
+        "text": f.text,
+    }
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+_string: Callable[[str], str] = json.encoder.encode_basestring  # C, when built (ensure_ascii=False)
+
+
+def _str(value: str | None) -> str:
+    return "null" if value is None else _string(value)
+
+
+def _int(value: int | None) -> str:
+    return "null" if value is None else int.__repr__(value)
+
+
+def _bool(value: bool | None) -> str:
+    return "null" if value is None else ("true" if value else "false")
+
+
+_CACHE: dict[Any, str] = {}
+CACHE_SIZE = 4096
+
+
+def _cached(value: Any) -> str:
+    """`json.dumps` of a value a storm repeats (a remedy, a tuple of references or causes)."""
+    found = _CACHE.get(value)
+    if found is None:
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.clear()
+        found = _CACHE[value] = _dumps(value if isinstance(value, str) else _plain(value))
+    return found
+
+
+def _plain(value: tuple) -> list:
+    if value and isinstance(value[0], tuple):  # causes
+        return [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in value]
+    return list(value)
+
+
+def _fast(f: Finding) -> str:
+    return (f'{{"source": {_string(f.source)}, "line": {int.__repr__(f.line)}, "timestamp": {_str(f.timestamp)}, '
+            f'"time_source": {_str(f.time_source)}, "inferred_time": {_str(f.time_hint)}, '
+            f'"code": {_string(f.code)}, "name": {_str(f.name)}, '
+            f'"known": {_bool(f.known)}, "api": {_str(f.api)}, "api_evidence": {_str(f.api_evidence)}, '
+            f'"api_line": {_int(f.api_line)}, "recoverable": {_bool(f.recoverable)}, "rule": {_string(f.rule)}, '
+            f'"fingerprint": {_string(f.fingerprint)}, "action": {_string(f.action)}, '
+            f'"remedy": {_cached(f.remedy)}, "references": {_cached(f.references)}, "form": {_string(f.form)}, '
+            f'"in_cluster_results": {_bool(f.in_cluster_results)}, "bundle": {_str(f.bundle)}, '
+            f'"node": {_str(f.node)}, "pod": {_str(f.pod)}, "container": {_str(f.container)}, '
+            f'"stream": {_str(f.stream)}, "envelope": {_str(f.envelope)}, "envelope_time": {_str(f.envelope_time)}, '
+            f'"kind": {_string(f.kind)}, "device": {_str(f.device)}, '
+            f'"pid": {_str(f.pid)}, "tid": {_str(f.tid)}, "causes": {_cached(f.causes)}, "link": {_link(f.link)}, '
+            f'"text": {_string(f.text)}}}')
+
+
+def _link(link: tuple[tuple[str, str], ...]) -> str:
+    """A finding's link facts as a JSON object (kinds are unique and sorted)."""
+    return "{" + ", ".join(f"{_string(k)}: {_string(v)}" for k, v in link) + "}"
+
+
+_FAST_KEYS = ["source", "line", "timestamp", "time_source", "inferred_time", "code", "name", "known", "api",
+              "api_evidence", "api_line", "recoverable", "rule", "fingerprint", "action", "remedy", "references",
+              "form", "in_cluster_results", "bundle", "node", "pod", "container", "stream", "envelope",
+              "envelope_time", "kind", "device", "pid", "tid", "causes", "link", "text"]
+
+
+def _slow(f: Finding) -> str:
+    return _dumps(finding_dict(f))
+
+
+def _pick() -> Callable[[Finding], str]:
+    """The fast encoder while it writes what `to_dict` holds, key for key; else `json.dumps`."""
+    probe = Finding(source="s", line=1, timestamp=None, code="0x5010B001", name=None, api=None, api_evidence=None,
+                    api_line=None, recoverable=None, rule="r", action="a", remedy="m", text="t", form="hex")
+    return _fast if list(finding_dict(probe)) == _FAST_KEYS and _fast(probe) == _slow(probe) else _slow
+
+
+finding_line = _pick()
+
+
+def finding_lines(findings: Iterable[Finding]) -> Iterator[str]:
+    """`finding_line` of each finding, in order."""
+    encode = finding_line
+    for f in findings:
+        yield encode(f)
+
+
+# --- the columnar shape (Parquet, CSV, merge): the columns fleet tables are queried by come first ---
+KEY_COLUMNS = ("bundle", "node", "pod", "kind", "device", "pid", "code", "name", "api", "action", "rule",
+               "recoverable", "fingerprint", "timestamp", "source", "line")
+_COLUMN = {"time_hint": "inferred_time"}  # column (JSON) name of a field, where they differ
+_FIELD = {c: f for f, c in _COLUMN.items()}
+_INTERNAL = {"year_guessed"}  # settled by the scan; not part of a report
+# Everything else a finding holds, in field order, so that a finding can be rebuilt.
+REST_COLUMNS = tuple(_COLUMN.get(f, f) for f in Finding._fields if f not in KEY_COLUMNS and f not in _INTERNAL)
+COLUMNS = KEY_COLUMNS + REST_COLUMNS
+
+
+def value(f: Finding, column: str) -> Any:
+    """The cell of `column` for finding `f`."""
+    if column == "references":
+        return list(f.references)
+    if column == "causes":
+        return [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in f.causes]
+    if column == "link":  # (kind, value) pairs: a map in Parquet
+        return list(f.link)
+    return getattr(f, _FIELD.get(column, column))
+
+
+def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None) -> Finding:
+    """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
+    are no finding field (a baseline mark) are left out. `generic` (not in a report) tells from
+    the code whether the catalog holds it generic."""
+    fields = {_FIELD.get(k, k): v for k, v in row.items() if _FIELD.get(k, k) in _FIELDS}
+    for name in _SHARED:  # one string per distinct value, as the engine shares them, not one per row
+        if isinstance(fields.get(name), str):
+            fields[name] = sys.intern(fields[name])
+    fields["references"] = tuple(row.get("references") or ())
+    fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row.get("causes") or ())
+    link = row.get("link") or ()
+    fields["link"] = tuple(sorted((dict(link) if not isinstance(link, dict) else link).items()))
+    if generic is not None:
+        fields["generic"] = generic(fields["code"])
+    return Finding(**fields)
+
+
+_FIELDS = set(Finding._fields)
+_SHARED = ("source", "bundle", "node", "kind", "code", "name", "api", "api_evidence", "rule", "action", "remedy",
+           "form", "fingerprint", "pid", "tid")
+
+
+# --- Parquet ---------------------------------------------------------------------------------------
+
+PARQUET_METADATA_KEY = b"ddtriage"  # the report's head (inputs, summary, related, links) as JSON
+
+
+def load_pyarrow() -> Any:
+    """pyarrow with its Parquet module, or an InputError that says how to install it."""
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401 - loads the submodule
+    except ImportError:
+        raise InputError("--format parquet needs pyarrow: pip install 'ddtriage[fleet]'") from None
+    # Arrow's own allocators keep what they freed: with the system allocator a merge of many
+    # parts stays ~100 MiB lower at its peak.
+    pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    return pyarrow

@@ -1,0 +1,379 @@
+"""The per-stream detection engine: one input or one text stream in, findings out.
+
+Stage: engine. It runs the stages on one stream in order: scanner (candidate lines) -> patterns
+(code hits) -> context (API, generic LLM_FAILED policy) -> neighbours (likely causes) -> rules
+(remedy) -> time policy (timestamps), and builds one `Finding` per hit. Everything it compiles
+(patterns, prefilter, resolver) is built once per run, or once per worker process.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass, field, replace
+from datetime import tzinfo
+from functools import partial
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
+
+from ..core.headers import header_for, record_headers
+from ..core.observations import Fact, Observed
+from ..core.progress import Progress
+from ..core.records import Finding, InputStats, Record, Skipped
+from ..inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
+from ..inputs.streams import Reader
+from ..knowledge.catalog import format_code
+from ..knowledge.envelopes import HEAD_BYTES
+from ..knowledge.families import NeighbourMatcher
+from ..knowledge.rules import RuleMatch, RuleSet
+from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
+from ..scan.clock import StreamClock
+from ..scan.reassembly import Rejoined, peek
+from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
+from ..scan.unwrap import detect as detect_envelope
+from .causes import CauseFinder, causes
+from .context import LOOKBACK_LINES, ApiResolver, GenericPolicy
+from .fingerprint import finding_fingerprint
+from .observer import LineObserver, node_of, process_key
+from .patterns import GENERIC_FAILED, CodeHit, CodeMatcher
+
+if TYPE_CHECKING:
+    from ..inputs import YearHint
+
+TEXT_WIDTH = 600  # characters of a hit line kept in a finding
+
+Lines = Sequence[tuple[int, str]]
+Sink = Callable[[Finding], None]
+
+
+@dataclass
+class Engine:
+    """Everything compiled once per run (or per worker): rules, patterns, prefilter, resolver,
+    and how inputs are read (unpacking limits, selection, --year, prefilter engine)."""
+
+    rules: RuleSet
+    _: KW_ONLY
+    limits: Limits = field(default_factory=Limits)
+    selection: Selection = field(default_factory=Selection)
+    year: int | None = None  # --year: the year year-less stamps start in
+    tz: tzinfo | None = None  # --tz: the zone of zone-less stamps
+    prefilter_engine: str = "auto"  # auto | hyperscan | find
+    node: str | None = None  # --node: the node of logs whose path names none
+    fact_tier: bool = True  # False: lines with fact literals only take the full path too (tests compare)
+    progress: Progress = field(default_factory=Progress)
+    matcher: CodeMatcher = field(init=False)
+    neighbours: NeighbourMatcher = field(init=False)
+    resolver: ApiResolver = field(init=False)
+    prefilter: Prefilter = field(init=False)
+    # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
+    _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
+    _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with prefilter patterns
+
+    def __post_init__(self) -> None:
+        self.matcher = CodeMatcher(self.rules.catalog)
+        self.resolver = ApiResolver(self.rules.apis)
+        self.neighbours = self.rules.neighbours
+        self.linkfacts = self.rules.linkfacts
+        self.observer = LineObserver(self.linkfacts, self.neighbours)
+        # Neighbour errors are reported on their own and link facts come from INFO lines, so both
+        # families of literals join the code literals: one prefilter pass still finds them all.
+        # Lines with link-fact literals only are the second tier: read for their facts, cheaply.
+        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals))
+        self._fact_literals = self.linkfacts.raw_literals
+        if not self.fact_tier:
+            self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
+        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals)
+
+    # -- one top-level input ---------------------------------------------------------------
+    def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
+        """Findings of one input (a file, an archive, stdin). Lines and bytes read are added to
+        `stats` even when the input breaks half-way; what could not be read is listed. With a
+        `sink`, each finding goes there as it is found (and the list returned is empty)."""
+        findings: list[Finding] = []
+        try:
+            opened = source.open()
+        except OSError as exc:
+            stats.skipped.append(Skipped(source.name, exc.strerror or str(exc)))
+            return findings
+        # Readers only call read() and close(): a raw reader serves where they expect a file.
+        raw = cast(BinaryIO, _ReportingReader(opened, self.progress.advance))
+        unpacker = Unpacker(self.limits, self.selection, stats.skipped, stats.notes)
+        try:
+            leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
+            while True:
+                try:
+                    leaf = next(leaves)
+                except StopIteration:
+                    break
+                except READ_ERRORS as exc:
+                    stats.skipped.append(Skipped(source.name, reason(exc)))
+                    break
+                hint = year_hint(leaf.name, leaf.mtime, self.year)
+                findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
+                                               bundle=source.bundle, sink=sink))
+        finally:
+            if not source.is_stdin:
+                raw.close()
+        stats.excluded += unpacker.excluded
+        return findings
+
+    def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
+                  history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
+                  sink: Sink | None = None, head: bytes | None = None) -> list[Finding]:
+        """Findings of one stream (a file, an archive member, a byte range after `history`);
+        its lines and bytes are added to `stats`, and a read error that stops it is listed.
+        `head`: the first bytes of the file a byte range is cut from (its envelope is told there)."""
+        counts = ScanCounts()
+        findings: list[Finding] = []
+        add = sink or findings.append
+        try:
+            for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head,
+                                            stats.observed):
+                add(finding)
+        except READ_ERRORS as exc:
+            # Whatever was read before the break is kept and accounted for.
+            stats.skipped.append(Skipped(name, f"stopped after {counts.lines} lines: {reason(exc)}"))
+        stats.files += 1
+        stats.lines += counts.lines
+        stats.bytes += counts.bytes
+        for rule_id, why in self.rules.disabled.items():  # a user regex that ran out of time
+            rule = self.rules.by_id[rule_id]
+            if Skipped(rule.origin, why) not in stats.skipped:
+                stats.skipped.append(Skipped(rule.origin, why))
+        return findings
+
+    # -- one text stream ---------------------------------------------------------------------
+    def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
+                    history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
+                    head: bytes | None = None, observed: Observed | None = None) -> Iterator[Finding]:
+        """The findings of one stream, in order. `history` is the text right before a parallel
+        byte range: it seeds what the stream's first lines look back at. The stream's envelope,
+        if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
+        to the records it holds, and each record is scanned with its own header. A byte range
+        of a file is told by the file's `head`, so every range unwraps alike. Link facts and
+        neighbour-family errors of every candidate line go to `observed`."""
+        peeked, stream = peek(stream, HEAD_BYTES)
+        head = peeked if head is None else head
+        unwrapper = detect_envelope(self.rules.envelopes, head, year) if self.rules.envelopes else None
+        state = _StreamState(name, layout_of(name), bundle, GenericPolicy(self.resolver),
+                             CauseFinder(self.neighbours, year), StreamClock(year, year_guessed, self.tz), year,
+                             unwrapper.name if unwrapper else None,
+                             observed if observed is not None else Observed())
+        if history:
+            self._seed(history, state, unwrapper)
+        prefilter = self.prefilter
+        rejoined: Rejoined | None = None
+        if unwrapper is not None:
+            if unwrapper.envelope.partial:
+                rejoined = Rejoined(stream, unwrapper.envelope.partial)
+                stream = cast(BinaryIO, rejoined)
+            if unwrapper.prefilter:
+                prefilter = self._prefilters.get(unwrapper.name) or Prefilter(
+                    self._literals, self.prefilter_engine, unwrapper.prefilter, self._fact_literals)
+                self._prefilters[unwrapper.name] = prefilter
+        # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
+        facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
+        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts):
+            if unwrapper is None:
+                text = cand.text()
+                if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
+                    text = clean(text)
+                lookback = _memo(cand.lookback)
+                link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
+                found = list(self._line(state, cand, text, lookback, None, link))
+            else:
+                found = self._records(state, cand, unwrapper)
+            if len(found) > 1:
+                found.sort(key=_code_of)  # report order within a line: by code
+            yield from found
+        if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
+            counts.bytes += rejoined.consumed - rejoined.produced
+
+    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes) -> None:
+        text = decode(raw)
+        if "\x1b" in text:
+            text = clean(text)
+        self.observer.facts_only(state, self.node, line_no, text, raw)
+
+    def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
+        """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the
+        nearby text (no `nearby:` rule was reached): then no other line's context can change it."""
+        key = (value, api, in_cluster)
+        found = self._rule_memo.get(key)
+        if found is not None:
+            return found
+        asked = False
+
+        def watched() -> str:
+            nonlocal asked
+            asked = True
+            return nearby_text()
+        matched = self.rules.match(value, api, in_cluster, watched)
+        if not asked:
+            self._rule_memo[key] = matched
+        return matched
+
+    def _records(self, state: _StreamState, cand: Candidate, unwrapper: Unwrapper) -> list[Finding]:
+        """Findings of an enveloped line: every record it holds, every line a record holds
+        (a collector may merge a traceback into one record), each its own context."""
+        def around() -> tuple[str, str]:
+            return decode(cand.raw_before(LOOKBACK_LINES * 4)), decode(cand.raw_after(HISTORY_BYTES))
+        records = unwrapper.records(cand.text(), around)
+        done: list[tuple[str | None, str]] = []  # (pod, text) of the lines before, on this line
+        found: list[Finding] = []
+        for record in records:
+            for text in record.text.split("\n"):
+                lookback = _memo(partial(unwrapped_lookback, cand, unwrapper, record.pod, tuple(done)))
+                raw = text.encode("utf-8", "replace")
+                link = self.observer.line(state, cand, text, raw, lookback, record, self.node)
+                # once: on a long joined line it is the scan's main cost (none on a line of fact literals only)
+                hits = self.matcher.find(text) if not cand.facts_only else []
+                if hits:
+                    found.extend(self._line(state, cand, text, lookback, record, link, hits))
+                done.append((record.pod, text))
+        return found
+
+    def _line(self, state: _StreamState, cand: Candidate, text: str, lookback: Callable[[], Lines],
+              record: Record | None, link: tuple[Fact, ...] = (), hits: list[CodeHit] | None = None
+              ) -> Iterator[Finding]:
+        """Findings of one line (or one record's line): its codes in their context (`hits`: the
+        line's codes when the caller has already found them)."""
+        hits = self.matcher.find(text) if hits is None else hits
+        if not hits:
+            return
+        year, layout, generic = state.year, state.layout, state.generic
+        headers = record_headers(text, year)
+        pod = record.pod if record else None
+        pod = pod or layout.pod
+        if pod:
+            headers = tuple(replace(h, pod=pod) for h in headers)
+        # Neighbour-family errors (HCCL, runtime, ...) of this process since its previous
+        # finding: the likely causes of what this line reports. Two pods are two processes.
+        process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+        events = state.cause_finder.events(cand, text, lookback, process)
+
+        def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
+            # the burst a `nearby:` rule looks at
+            return "\n".join(t for _, t in lookback()[-LOOKBACK_LINES:]) + "\n" + text
+
+        for hit in hits:
+            header = header_for(headers, hit.start)
+            ctx = self.resolver.resolve(text, header, hit.start, lookback, year)
+            if hit.form == "generic" and not generic.keeps(ctx, text, cand.line_no, cand.offset, header):
+                continue  # the graph engine's own failure, not LLM-DataDist's
+            if hit.value != GENERIC_FAILED:
+                generic.note_specific(cand.line_no, cand.offset, header)
+                state.cause_finder.note_finding(process, cand.line_no, cand.offset + len(cand.raw))
+            matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+            rule, code = matched.rule, matched.code
+            before = causes(events, header, cand.line_no, hit.value)
+            when = state.clock.time_of(header, lookback, record)
+            clipped, code_text = _clip(text, hit.start), format_code(hit.value)
+            # The node: what the envelope names (a host), else the Ascend layout's (or --node),
+            # else the pod; a folder that only holds the log names a node only when no pod does.
+            node = node_of(state.layout, record, pod, self.node)
+            yield Finding(
+                source=state.name, line=cand.line_no, timestamp=when.timestamp,
+                code=code_text, name=code.name if code else None,
+                api=ctx.api, api_evidence=ctx.evidence, api_line=ctx.line,
+                recoverable=matched.recoverable, rule=rule.id, action=rule.action, remedy=rule.remedy,
+                text=clipped, form=hit.form, pid=header.pid or layout.pid, tid=header.tid,
+                in_cluster_results=hit.in_cluster_results, known=code is not None,
+                generic=code.generic if code else False, references=rule.references,
+                node=node, kind=layout.kind, device=layout.device,
+                year_guessed=when.year_guessed, causes=before, time_hint=when.time_hint,
+                fingerprint=finding_fingerprint(code_text, ctx.api, rule.id, clipped), bundle=state.bundle,
+                pod=pod, container=(record.container if record else None) or layout.container,
+                stream=record.stream if record else None, envelope=state.envelope if record else None,
+                envelope_time=record.time if record else None, time_source=when.source, link=link,
+            )
+
+    def _seed(self, history: bytes, state: _StreamState, unwrapper: Unwrapper | None) -> None:
+        """Specific codes in the bytes before a parallel range, so that echoes and causes right
+        after the range start come out exactly as in a sequential scan. (Specific codes are
+        always findings; only they bound causes and start echoes, so nothing here depends on
+        where the range starts.)"""
+        lines = history.count(b"\n")
+        for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
+            line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
+            for record, text in texts_of(cand, unwrapper):
+                headers = record_headers(text, state.year)
+                pod = (record.pod if record else None) or state.layout.pod
+                if pod:
+                    headers = tuple(replace(h, pod=pod) for h in headers)
+                process = f"{pod}\x00{headers[0].pid}" if pod else headers[0].pid
+                if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
+                    for kind, value in self.linkfacts.find(text):
+                        state.recent.setdefault(process_key(state.layout, record, headers[0].pid or state.layout.pid),
+                                                {})[kind] = (value, line_no)
+                for hit in self.matcher.find(text):
+                    if hit.value != GENERIC_FAILED:
+                        state.generic.note_specific(line_no, offset, header_for(headers, hit.start))
+                        state.cause_finder.note_finding(process, line_no, offset + len(cand.raw))
+
+
+def _code_of(f: Finding) -> str:
+    return f.code
+
+
+@dataclass
+class _StreamState:
+    """What the engine keeps per stream while scanning it."""
+
+    name: str
+    layout: Layout
+    bundle: str | None
+    generic: GenericPolicy
+    cause_finder: CauseFinder
+    clock: StreamClock
+    year: YearHint | None
+    envelope: str | None = None
+    observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
+    # process (pod, container, pid) -> kind -> (value, line)
+    recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
+
+
+def sort_key(f: Finding) -> tuple[str, int, str]:
+    """The order of findings in every report: by source, line, then code."""
+    return (f.source, f.line, f.code)
+
+
+def reason(exc: BaseException) -> str:
+    """A read error as the short reason a skipped input is listed with."""
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
+
+
+def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:
+    """`fn`, called at most once: looking back is paid for only by hits that need it."""
+    cache: list[Lines] = []
+
+    def get() -> Lines:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+    return get
+
+
+def _clip(text: str, at: int) -> str:
+    if len(text) <= TEXT_WIDTH:
+        return text
+    begin = max(0, min(at - TEXT_WIDTH // 3, len(text) - TEXT_WIDTH))
+    return ("…" if begin else "") + text[begin:begin + TEXT_WIDTH] + ("…" if begin + TEXT_WIDTH < len(text) else "")
+
+
+class _ReportingReader(io.RawIOBase):
+    """Tells the progress bar how many bytes of the input itself (compressed or not) were read."""
+
+    def __init__(self, inner: IO[bytes], report: Callable[[int], None]) -> None:
+        self.inner, self.report = inner, report
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.inner.read(size)
+        self.report(len(data))
+        return data
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()

@@ -1,0 +1,214 @@
+"""Bursts: runs of findings of one thread, cut where lines or time jump, each with its lead.
+
+Stage: triage (bursts). One operation's failure, its echoes and what it set off in the same
+thread make a burst. A `Bursts` tracker is fed findings in report order and keeps, per open
+thread, only what a burst names (its first finding, its lead, one finding per other code) and
+counts; of the closed bursts it keeps the first MAX_BURSTS in report order whole and counts
+every burst in its group (same lead code, API, rule, node and severity), so a storm's 100,000
+bursts cost a thousand records and a few dozen groups. Trackers of disjoint sources merge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.records import Finding
+from ..core.times import seconds
+from .incidents import BurstLinks
+from .summary import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
+
+BURST_LINES = 50  # a new burst starts after this many lines without a finding ...
+BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timestamps)
+
+Key = tuple[str, int, str]  # a finding's place in the report: (source, line, code)
+# Where a burst goes in the report: severe first, then in time order (untimed last); ties keep
+# the order bursts were found in (the thread's first finding, then the burst's number in it).
+BurstKey = tuple[bool, bool, str, str, int, Key, int]
+GroupKey = tuple[bool, str, str | None, str, str | None]  # severe, lead code, API, rule, node
+
+
+def _burst_key(b: Burst, found: tuple[Key, int]) -> BurstKey:
+    return (not b.severe, b.first_seen is None, b.first_seen or "", b.source, b.first_line, *found)
+
+
+@dataclass(slots=True)
+class _GroupAgg:
+    key: BurstKey
+    first: Burst
+    bursts: int = 0
+    findings: int = 0
+    first_seen: str | None = None
+    last_seen: str | None = None
+
+    def add(self, key: BurstKey, b: Burst, count: int, findings: int, first: str | None, last: str | None) -> None:
+        if key < self.key:
+            self.key, self.first = key, b
+        self.bursts += count
+        self.findings += findings
+        if first and (self.first_seen is None or first < self.first_seen):
+            self.first_seen = first
+        if last and (self.last_seen is None or last > self.last_seen):
+            self.last_seen = last
+
+
+
+class _OpenBurst:
+    """A burst being built: the findings it needs to name (first, lead, one per other code) and
+    counts, never the whole run."""
+
+    __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "repeats", "others", "min_stamp",
+                 "max_stamp", "severe_specific", "severe_any", "lead_is_specific", "links")
+
+    def __init__(self, f: Finding, seconds: float | None) -> None:
+        self.first = f
+        self.lead = f
+        self.lead_is_specific = not f.generic
+        self.count = 0
+        self.echoes = 0  # generic findings other than the lead
+        self.repeats = 0  # the lead's failure again (same code, API and rule): counted, not listed as "also"
+        self.others: dict[tuple[str, str, str], Finding] = {}
+        self.min_stamp: str | None = None
+        self.max_stamp: str | None = None
+        self.severe_specific = False
+        self.severe_any = False
+        self.links = BurstLinks()  # what incidents need of the whole run, bounded
+        self.add(f, seconds)
+
+    def add(self, f: Finding, seconds: float | None) -> None:
+        self.count += 1
+        self.last_line, self.last_seconds = f.line, seconds
+        self.links.add(f)
+        bad = f.recoverable is not True
+        self.severe_any |= bad
+        if f.generic:
+            if f is not self.lead:
+                self.echoes += 1
+        else:
+            self.severe_specific |= bad
+            if not self.lead_is_specific:  # the first specific code becomes the lead
+                if self.lead is not f and self.lead.generic:
+                    self.echoes += 1  # the generic first finding is now an echo
+                self.lead, self.lead_is_specific = f, True
+            elif f is not self.lead:
+                lead = self.lead
+                if (f.code, f.api, f.rule) == (lead.code, lead.api, lead.rule):
+                    self.repeats += 1
+                else:
+                    self.others.setdefault((f.code, f.api or "", f.action), f)
+        # A traceback's last line has no stamp of its own: it takes its record's time.
+        stamp = f.timestamp or f.time_hint
+        if stamp:
+            if self.min_stamp is None or stamp < self.min_stamp:
+                self.min_stamp = stamp
+            if self.max_stamp is None or stamp > self.max_stamp:
+                self.max_stamp = stamp
+
+    def close(self) -> Burst:
+        lead, first = self.lead, self.first
+        return Burst(
+            source=lead.source, node=lead.node, kind=lead.kind, pid=lead.pid,
+            first_line=first.line, last_line=self.last_line,
+            first_seen=self.min_stamp, last_seen=self.max_stamp, findings=self.count,
+            severe=self.severe_specific if self.lead_is_specific else self.severe_any,
+            lead=BurstLead(
+                line=lead.line, timestamp=lead.timestamp, inferred_time=lead.time_hint,
+                code=lead.code, name=lead.name, api=lead.api, api_evidence=lead.api_evidence,
+                recoverable=lead.recoverable, rule=lead.rule, action=lead.action, remedy=lead.remedy,
+                text=lead.text),
+            echoes=self.echoes,
+            repeats=self.repeats,
+            # Lower-level errors logged just before the lead: the likely root cause.
+            causes=tuple(Cause(line, family, code, meaning) for line, family, code, meaning in lead.causes[:5]),
+            also=tuple(AlsoCode(code=f.code, name=f.name, api=f.api, line=f.line, action=f.action,
+                                recoverable=f.recoverable) for _, f in sorted(self.others.items())),
+            **self.links.fields(),
+        )
+
+
+class Bursts:
+    """The bursts of a stream of findings (fed in report order)."""
+
+    def __init__(self) -> None:
+        self.open: dict[tuple[str, str | None, str | None], _OpenBurst] = {}
+        self.bursts: list[tuple[BurstKey, Burst]] = []  # the first MAX_BURSTS in report order (trimmed lazily)
+        self.count = 0
+        self.groups: dict[GroupKey, _GroupAgg] = {}
+        self._thread_start: dict[tuple[str, str | None, str | None], tuple[Key, int]] = {}
+        self._source: str | None = None
+
+    def add(self, f: Finding) -> None:
+        """Runs of findings of one thread (or process) in one source, cut where lines or time
+        jump: one operation's failure, its echoes and what it set off in the same thread."""
+        if f.source != self._source:  # report order: a source's threads are complete
+            self.close_all()
+            self._source = f.source
+        # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
+        thread = (f.source, f"{f.pod}/{f.pid}" if f.pod else f.pid, f.tid)
+        current = self.open.get(thread)
+        when = seconds(f.timestamp)
+        if current is not None:
+            t0 = current.last_seconds
+            gap_time = t0 is not None and when is not None and abs(when - t0) > BURST_SECONDS
+            if f.line - current.last_line > BURST_LINES or gap_time:
+                self._close(thread)
+                current = None
+        if current is None:
+            self.open[thread] = _OpenBurst(f, when)
+            start = self._thread_start.get(thread)
+            if start is None:
+                self._thread_start[thread] = ((f.source, f.line, f.code), 0)
+        else:
+            current.add(f, when)
+
+    def _close(self, thread: tuple[str, str | None, str | None]) -> None:
+        first, n = self._thread_start[thread]
+        self.keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
+        self._thread_start[thread] = (first, n + 1)
+
+    def keep(self, key: BurstKey, burst: Burst, count: int = 1, findings: int | None = None,
+              first: str | None = None, last: str | None = None) -> None:
+        """Count a burst in its group and keep it if it is among the first MAX_BURSTS."""
+        self.count += count
+        lead = burst.lead
+        gkey = (burst.severe, lead.code, lead.api, lead.rule, burst.node)
+        group = self.groups.get(gkey)
+        if group is None:
+            group = self.groups[gkey] = _GroupAgg(key, burst)
+        group.add(key, burst, count, burst.findings if findings is None else findings,
+                  burst.first_seen if count == 1 else first, burst.last_seen if count == 1 else last)
+        if count == 1:
+            self.bursts.append((key, burst))
+            if len(self.bursts) >= 2 * MAX_BURSTS:
+                self.trim()
+
+    def trim(self) -> None:
+        self.bursts.sort(key=lambda kb: kb[0])
+        del self.bursts[MAX_BURSTS:]
+
+    def close_all(self) -> None:
+        for thread in list(self.open):
+            self._close(thread)
+        self._thread_start.clear()
+
+    def merge(self, other: Bursts) -> None:
+        """Add the bursts of other findings (from other sources)."""
+        self.close_all()
+        other.close_all()
+        self.bursts += other.bursts
+        self.trim()
+        self.count += other.count
+        for gkey, group in other.groups.items():
+            if gkey in self.groups:
+                self.groups[gkey].add(group.key, group.first, group.bursts, group.findings, group.first_seen,
+                                      group.last_seen)
+            else:
+                self.groups[gkey] = group
+
+    def result(self) -> tuple[tuple[Burst, ...], tuple[BurstGroup, ...]]:
+        """The bursts kept (most severe first, then in time order, so the story reads forward)
+        and every burst's group, in the same order."""
+        self.close_all()
+        self.trim()
+        groups = tuple(BurstGroup(g.first, g.bursts, g.findings, g.first_seen, g.last_seen)
+                       for g in sorted(self.groups.values(), key=lambda g: g.key))
+        return tuple(b for _, b in self.bursts), groups

@@ -1,0 +1,130 @@
+"""The bundle dimension of the summary: counts per bundle, and each failure across bundles.
+
+Stage: triage (fleet tables). A `FleetTally` is fed one finding at a time (no frame, no list of
+findings held) and two tallies of disjoint findings merge into the tally of all of them, so it
+serves a streamed scan, parallel parts and `ddtriage merge` alike. Its rows go into
+`report.Summary.bundles` and `.fingerprints`:
+
+    fingerprint       code             api          bundles nodes findings first seen
+    3f0c9a1e55d2b7a4  LLM_NOT_YET_LINK PullKvBlocks      37    41      912 2025-11-12T03:40:01
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..core.records import Finding
+from ..detect.fingerprint import message_template
+from .summary import ROW_LIMIT, BundleRow, FingerprintRow, bounded
+
+
+def _earlier(a: str | None, b: str | None) -> str | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _later(a: str | None, b: str | None) -> str | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+@dataclass
+class _Bundle:
+    findings: int = 0
+    unrecoverable: int = 0
+    first: str | None = None
+    last: str | None = None
+    nodes: set[str] = field(default_factory=set)
+    prints: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Print:
+    example: Finding  # its first finding in report order
+    findings: int = 0
+    first: str | None = None
+    last: str | None = None
+    bundles: set[str | None] = field(default_factory=set)
+    nodes: set[str] = field(default_factory=set)
+
+
+def _order(f: Finding) -> tuple[str, int, str]:
+    return (f.source, f.line, f.code)  # engine.sort_key, without importing the engine here
+
+
+class FleetTally:
+    """Per-bundle counts and per-fingerprint spread, built one finding at a time; mergeable."""
+
+    def __init__(self, findings: Iterable[Finding] = ()) -> None:
+        self.bundles: dict[str | None, _Bundle] = {}
+        self.prints: dict[str, _Print] = {}
+        for f in findings:
+            self.add(f)
+
+    def add(self, f: Finding) -> None:
+        """Count one finding."""
+        b = self.bundles.get(f.bundle)
+        if b is None:
+            b = self.bundles[f.bundle] = _Bundle()
+        b.findings += 1
+        b.unrecoverable += f.recoverable is not True
+        b.first, b.last = _earlier(b.first, f.timestamp), _later(b.last, f.timestamp)
+        b.prints.add(f.fingerprint)
+        p = self.prints.get(f.fingerprint)
+        if p is None:
+            p = self.prints[f.fingerprint] = _Print(f)
+        elif _order(f) < _order(p.example):
+            p.example = f
+        p.findings += 1
+        p.first, p.last = _earlier(p.first, f.timestamp), _later(p.last, f.timestamp)
+        p.bundles.add(f.bundle)
+        if f.node:
+            b.nodes.add(f.node)
+            p.nodes.add(f.node)
+
+    def update(self, other: FleetTally) -> None:
+        """Add the tally of other (disjoint) findings."""
+        for key, ob in other.bundles.items():
+            b = self.bundles.setdefault(key, _Bundle())
+            b.findings += ob.findings
+            b.unrecoverable += ob.unrecoverable
+            b.first, b.last = _earlier(b.first, ob.first), _later(b.last, ob.last)
+            b.nodes |= ob.nodes
+            b.prints |= ob.prints
+        for key, op in other.prints.items():
+            p = self.prints.get(key)
+            if p is None:
+                p = self.prints[key] = _Print(op.example)
+            elif _order(op.example) < _order(p.example):
+                p.example = op.example
+            p.findings += op.findings
+            p.first, p.last = _earlier(p.first, op.first), _later(p.last, op.last)
+            p.bundles |= op.bundles
+            p.nodes |= op.nodes
+
+    def bundle_rows(self, limit: int = ROW_LIMIT) -> tuple[tuple[BundleRow, ...], int]:
+        """The `limit` worst bundles (most unrecoverable, then most findings, then by name), and
+        how many more there are."""
+        rows = []
+        for key, b in self.bundles.items():
+            nodes, more = bounded(b.nodes)
+            rows.append(BundleRow(key, b.findings, b.unrecoverable, len(b.prints), b.first, b.last, nodes, more))
+        rows.sort(key=lambda r: (-r.unrecoverable, -r.findings, r.bundle or ""))
+        return tuple(rows[:limit]), max(0, len(rows) - limit)
+
+    def fingerprint_rows(self, limit: int = ROW_LIMIT) -> tuple[tuple[FingerprintRow, ...], int]:
+        """The `limit` most widespread failures (specific codes before the generic LLM_FAILED that
+        echoes them; in most bundles, then nodes; not known to be recoverable before recoverable;
+        then most findings), and how many more there are."""
+        rows = []
+        for key, p in self.prints.items():
+            f = p.example
+            names, more = bounded(p.nodes)
+            rows.append(FingerprintRow(
+                fingerprint=key, code=f.code, name=f.name, api=f.api, rule=f.rule, action=f.action,
+                recoverable=f.recoverable, template=message_template(f.text), findings=p.findings,
+                bundles=len(p.bundles), nodes=len(p.nodes), first_seen=p.first, last_seen=p.last,
+                first_at=f"{f.source}:{f.line}", node_names=names, more_nodes=more, generic=f.generic))
+        # A wrapper logs the generic failure after every specific one (domain.md §5): ranked by
+        # spread alone, its echoes under each API would push the failures off the first screen.
+        rows.sort(key=lambda r: (r.generic, -r.bundles, -r.nodes, r.recoverable is True, -r.findings, r.fingerprint))
+        return tuple(rows[:limit]), max(0, len(rows) - limit)

@@ -1,0 +1,302 @@
+"""Incidents: the bursts of one failure across files and nodes, with a lead, an action and a story.
+
+Stage: triage (after the summary). Built from the summary's bursts, the link facts of each node and
+the related (neighbour-family) errors the scan kept, never from the findings themselves, so its
+cost does not grow with a storm of findings.
+
+- Nodes are *linked* when one names the other's address (a remote ip:port it talks to is where the
+  other listens, or a peer ip the serving side saw is the other's ip), or, for cluster ids never
+  printed with an address, when a Decoder names a Prompt's cluster id (ids repeat between
+  deployments, so roles must differ), or when both name the same req_id. Nodes whose logs hold no
+  link fact at all are joined by time alone.
+- Bursts of the same or linked nodes less than `GAP_SECONDS` apart form one incident; a later run of
+  the very same failures (same fingerprints, same nodes) continues it, as a storm does.
+- Related errors of the incident's nodes, or of nodes linked to them, logged from `LEAD_BEFORE`
+  before its first burst to `GAP_SECONDS` after its last, join it (and bring their node).
+- The lead is the earliest lower-level error (runtime, HCCL, socket, ...) up to the first specific
+  LLM-DataDist failure; without one, the earliest specific code; then the application's errors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.observations import NodeFacts, RelatedEvent, addr_ip
+from ..core.records import Finding
+from ..core.times import seconds
+from ..knowledge.rules import RuleSet
+from .summary import Burst, IncidentLead
+
+GAP_SECONDS = 0.5  # failures of linked nodes this close in time are one incident (a link failure
+#                    crosses to the other side within milliseconds)
+LEAD_BEFORE = 1.0  # a lower-level error this long before an incident's first finding may lead it
+FOLLOW_SECONDS = 10.0  # failures against the very peer an incident failed on, this soon after, follow from it
+STORM_SECONDS = 600.0  # a repeat of the same failures on the same nodes this soon continues an incident
+LLM_LEVEL, GENERIC_LEVEL = 2, 4  # lead ranks: neighbour families are 1 (below) or 3 (the application)
+NO_NODE = "(no node)"
+
+
+MAX_BURST_IDS = 64  # fingerprints, req_ids and peers a burst remembers
+
+
+class BurstLinks:
+    """What an incident needs to know of one burst, gathered as its findings stream past (bounded):
+    fingerprints, req_ids and peers its lines name, and how many findings of each code and API."""
+
+    __slots__ = ("prints", "req_ids", "peers", "by_code")
+
+    def __init__(self) -> None:
+        self.prints: dict[str, None] = {}
+        self.req_ids: dict[str, None] = {}
+        self.peers: dict[tuple[str | None, str | None], None] = {}
+        self.by_code: Counter[tuple[str, str | None]] = Counter()
+
+    def add(self, f: Finding) -> None:
+        self.by_code[(f.name or f.code, f.api)] += 1
+        if f.fingerprint and len(self.prints) < MAX_BURST_IDS:
+            self.prints[f.fingerprint] = None
+        if f.link:
+            link = dict(f.link)
+            if "req_id" in link and len(self.req_ids) < MAX_BURST_IDS:
+                self.req_ids[link["req_id"]] = None
+            if ("remote_cluster" in link or "remote_addr" in link) and len(self.peers) < MAX_BURST_IDS:
+                self.peers[(link.get("remote_cluster"), link.get("remote_addr"))] = None
+
+    def fields(self) -> dict[str, Any]:
+        """The `Burst` fields these fill."""
+        return {"fingerprints": tuple(sorted(self.prints)), "req_ids": tuple(self.req_ids),
+                "peers": tuple(self.peers),
+                "counts": tuple(sorted(((name, api, n) for (name, api), n in self.by_code.items()),
+                                       key=lambda c: (-c[2], c[0], c[1] or "")))}
+
+
+def order_time(ts: str | None) -> float:
+    """A time to order errors by: a stamp without fractions (vLLM prints whole seconds) may be as
+    late as the end of its second, so it never beats a precise stamp from the same second."""
+    t = seconds(ts)
+    if t is None:
+        return math.inf
+    return t + (0.999999 if ts is not None and "." not in ts[10:] else 0.0)
+
+
+class Links:
+    """Which nodes the link facts tie together."""
+
+    def __init__(self, facts: dict[str | None, NodeFacts], bursts: Sequence[Burst]) -> None:
+        self.facts = facts
+        for node_facts in facts.values():
+            node_facts.trim()  # the bounded sets the report shows, whatever the units were
+        self.req_ids: dict[str, set[str]] = {}  # node -> req_ids its failures name
+        for b in bursts:
+            self.req_ids.setdefault(_node(b.node), set()).update(b.req_ids)
+        self._cache: dict[tuple[str, str], bool] = {}
+        # Per node, what the pairs ask again and again (the sets are as big as the node's facts).
+        self._ips: dict[str, set[str]] = {}
+        self._clusters: dict[str, set[str]] = {}
+        self._paired: dict[str, set[str]] = {}
+        self._remote_by_ip: dict[str, dict[str, set[str | None]]] = {}  # node -> remote ip -> clusters
+        self._has_links: dict[str, bool] = {}
+
+    def has_links(self, node: str) -> bool:
+        if node not in self._has_links:
+            f = self.facts.get(None if node == NO_NODE else node)
+            self._has_links[node] = bool(f and f.has_links)
+        return self._has_links[node]
+
+    def linked(self, a: str, b: str) -> bool:
+        if a == b:
+            return True
+        key = (a, b) if a < b else (b, a)
+        if key not in self._cache:
+            self._cache[key] = self._one_way(a, b) or self._one_way(b, a) or (
+                not self.has_links(a) and not self.has_links(b))
+        return self._cache[key]
+
+    def _one_way(self, a: str, b: str) -> bool:
+        fa, fb = self.facts.get(None if a == NO_NODE else a), self.facts.get(None if b == NO_NODE else b)
+        if fa is None or fb is None:
+            return False
+        if b not in self._ips:
+            self._ips[b], self._clusters[b] = fb.ips, fb.cluster_ids
+        ips, clusters = self._ips[b], self._clusters[b]
+        if a not in self._remote_by_ip:
+            by_ip: dict[str, set[str | None]] = {}
+            for cluster, addr in fa.remote:
+                if addr:
+                    by_ip.setdefault(addr_ip(addr), set()).add(cluster)
+            self._remote_by_ip[a] = by_ip
+        by_ip = self._remote_by_ip[a]
+        for ip in (by_ip.keys() & ips) if len(by_ip) < len(ips) else (ips & by_ip.keys()):
+            if any(cluster is None or not clusters or cluster in clusters for cluster in by_ip[ip]):
+                return True
+        if fa.remote_ips & ips:
+            return True
+        if a not in self._paired:
+            self._paired[a] = {c for c, a2 in fa.remote if c and a2}
+        paired = self._paired[a]
+        roles_differ = fa.role is None or fb.role is None or fa.role != fb.role
+        if roles_differ and (fa.remote_clusters - paired) & clusters:
+            return True
+        return bool(roles_differ and self.req_ids.get(a, set()) & (fb.req_ids | self.req_ids.get(b, set())))
+
+
+@dataclass
+class _Group:
+    bursts: list[int] = field(default_factory=list)
+    related: list[int] = field(default_factory=list)
+    t0: float = math.inf
+    t1: float = -math.inf
+
+    def nodes(self, bursts: Sequence[Burst], related: Sequence[RelatedEvent]) -> set[str]:
+        return {_node(bursts[i].node) for i in self.bursts} | {_node(related[i].node) for i in self.related}
+
+
+def _node(node: str | None) -> str:
+    return node or NO_NODE
+
+
+def _span(b: Burst) -> tuple[float, float]:
+    """When a burst ran; a whole-second stamp (vLLM) covers its whole second."""
+    t0, t1 = seconds(b.first_seen), seconds(b.last_seen)
+    if t1 is not None and b.last_seen and "." not in b.last_seen[19:]:
+        t1 += 0.999999
+    return (t0 if t0 is not None else math.inf, t1 if t1 is not None else -math.inf)
+
+
+def group_units(bursts: Sequence[Burst], related: Sequence[RelatedEvent], links: Links) -> list[_Group]:
+    """Bursts and related errors of the same or linked nodes close in time, joined (union-find over
+    a time sweep): a related error can tie two nodes that both link to its node. Only groups that
+    hold a burst are kept; a related error left alone stays a related error."""
+    spans = [_span(b) for b in bursts]
+    for e in related:
+        t = seconds(e.timestamp)
+        spans.append((t, t) if t is not None else (math.inf, -math.inf))
+    nodes = [_node(b.node) for b in bursts] + [_node(e.node) for e in related]
+    parent = list(range(len(spans)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    timed = sorted((i for i in range(len(spans)) if spans[i][0] != math.inf), key=lambda i: (spans[i][0], i))
+    # A unit joins every earlier one, started at most STORM_SECONDS before it, that ended at most
+    # GAP_SECONDS before it started, on a linked node. Those of one node are already joined to
+    # each other (each joined the one before it), so the one that ended last stands for them all:
+    # per node, a sliding-window maximum of the end time (a deque), not a scan of the window.
+    latest: dict[str, deque[int]] = {}
+    for j in timed:
+        start = spans[j][0]
+        for node, window in latest.items():
+            while window and start - spans[window[0]][0] > STORM_SECONDS:
+                window.popleft()
+            if window and start <= spans[window[0]][1] + GAP_SECONDS and links.linked(node, nodes[j]):
+                parent[find(j)] = find(window[0])
+        window = latest.setdefault(nodes[j], deque())
+        while window and spans[window[-1]][1] <= spans[j][1]:
+            window.pop()
+        window.append(j)
+    untimed: dict[str, int] = {}
+    for i in range(len(bursts)):
+        if spans[i][0] == math.inf:  # no time at all: one group per node
+            parent[find(i)] = find(untimed.setdefault(nodes[i], i))
+    groups: dict[int, _Group] = {}
+    for i in range(len(spans)):
+        if spans[i][0] == math.inf and i >= len(bursts):
+            continue
+        g = groups.setdefault(find(i), _Group())
+        if i < len(bursts):
+            g.bursts.append(i)
+        else:
+            g.related.append(i - len(bursts))
+        g.t0 = min(g.t0, spans[i][0])
+        g.t1 = max(g.t1, spans[i][1], spans[i][0])
+    kept = [g for g in groups.values() if g.bursts]
+    for g in kept:  # the group's time is its findings' time; its related errors only lead
+        g.t0 = min(spans[i][0] for i in g.bursts)
+        g.t1 = max(max(spans[i]) for i in g.bursts if spans[i][0] != math.inf) if any(
+            spans[i][0] != math.inf for i in g.bursts) else -math.inf
+    return _continue_storms(sorted(kept, key=lambda g: (g.t0, min(g.bursts))), bursts)
+
+
+def _continue_storms(groups: list[_Group], bursts: Sequence[Burst]) -> list[_Group]:
+    """A later group on an earlier one's nodes continues it when it only repeats its failures (a
+    storm), or when, within seconds, the addresses its bursts name are ones the earlier group
+    already failed against (the pulls that fail with LLM_NOT_YET_LINK after the link to that peer
+    failed)."""
+    out: list[_Group] = []
+    for g in groups:
+        fps = {fp for i in g.bursts for fp in bursts[i].fingerprints}
+        nodes = {_node(bursts[i].node) for i in g.bursts}
+        peers = {p for i in g.bursts for p in bursts[i].peers if any(p)}
+        for h in reversed(out):
+            h_fps = {fp for i in h.bursts for fp in bursts[i].fingerprints}
+            h_peers = {p for i in h.bursts for p in bursts[i].peers if any(p)}
+            same_failure = bool(fps) and fps <= h_fps
+            addrs, h_addrs = {a for _, a in peers if a}, {a for _, a in h_peers if a}
+            same_peer = bool(addrs) and addrs <= h_addrs and g.t0 - h.t1 <= FOLLOW_SECONDS
+            if ((same_failure or same_peer) and nodes <= {_node(bursts[i].node) for i in h.bursts}
+                    and g.t0 - h.t1 <= STORM_SECONDS):
+                h.bursts += g.bursts
+                h.related += g.related
+                h.t1 = max(h.t1, g.t1)
+                break
+        else:
+            out.append(g)
+    return out
+
+
+def attach_related(groups: list[_Group], bursts: Sequence[Burst], related: Sequence[RelatedEvent],
+                   links: Links) -> None:
+    """Each timed related error not yet in a group joins the nearest group of its node (or a linked
+    node) in time, from LEAD_BEFORE before it to GAP_SECONDS after."""
+    taken = {k for g in groups for k in g.related}
+    node_sets = [{_node(bursts[i].node) for i in g.bursts} for g in groups]
+    for k, event in enumerate(related):
+        t = seconds(event.timestamp)
+        if t is None or k in taken:
+            continue
+        node, best, best_gap = _node(event.node), None, math.inf
+        for gi, g in enumerate(groups):
+            if not g.t0 - LEAD_BEFORE <= t <= g.t1 + GAP_SECONDS:
+                continue
+            if not any(links.linked(node, n) for n in node_sets[gi]):
+                continue
+            gap = 0.0 if g.t0 <= t <= g.t1 else min(abs(t - g.t0), abs(t - g.t1))
+            if gap < best_gap:
+                best, best_gap = gi, gap
+        if best is not None:
+            groups[best].related.append(k)
+
+
+def lead_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Sequence[Burst],
+            related: Sequence[RelatedEvent], rules: RuleSet) -> tuple[IncidentLead, str, str]:
+    """(lead, its action word, its remedy): lower-level errors up to the first specific failure
+    first, then the earliest specific LLM-DataDist code, then application errors and echoes."""
+    first_specific = min((order_time(bursts[i].lead.timestamp or bursts[i].first_seen) for i in burst_ids
+                          if bursts[i].lead.name != "LLM_FAILED"), default=math.inf)
+    candidates: list[tuple[tuple[int, float, str, int], IncidentLead, str, str]] = []
+    for k in related_ids:
+        e = related[k]
+        family = rules.neighbours.family(e.family)
+        level = family.level if family else 1
+        t = order_time(e.timestamp)
+        if level == 1 and t > first_specific + GAP_SECONDS:
+            level = 3  # a lower-level error well after the failure is its consequence, not its lead
+        action, remedy = family.remedy_for(e.code) if family else ("collect-logs", "")
+        lead = IncidentLead(e.source, e.line, e.node, e.family, e.code, e.text, e.timestamp, e.meaning)
+        candidates.append(((level, t, e.source, e.line), lead, action, remedy))
+    for i in burst_ids:
+        b = bursts[i]
+        level = GENERIC_LEVEL if b.lead.name == "LLM_FAILED" else LLM_LEVEL
+        when = b.lead.timestamp or b.lead.inferred_time
+        lead = IncidentLead(b.source, b.lead.line, b.node, "llm-datadist", b.lead.code, b.lead.text, when,
+                            b.lead.name or "unknown LLM-DataDist code", b.lead.api)
+        candidates.append(((level, order_time(when), b.source, b.lead.line), lead, b.lead.action, b.lead.remedy))
+    _, lead, action, remedy = min(candidates, key=lambda c: c[0])
+    return lead, action, remedy

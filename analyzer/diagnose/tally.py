@@ -1,0 +1,280 @@
+"""Triage: turn the findings into a diagnosis, from aggregates kept while they stream past.
+
+Stage: triage. A `Tally` is fed every finding once, in report order (source, line, code), and
+keeps only counts and bounded state: counts by code x API x rule with first/last seen and
+sources; by node; by action; by (fingerprint, node) with first/last time and location (the
+folded storm rows); and bursts of findings per thread (`bursts.Bursts`), each with its probable lead (the earliest
+specific code; generic LLM_FAILED echoes are counted, not kept), non-recoverable bursts first.
+Memory grows with the input's shape (codes, nodes, sources, threads, message templates), never
+with the number of findings. Two tallies over disjoint sources merge (`Tally.merge`) into the
+tally of everything. Output is a `report.Summary` (frozen records, sorted), so every writer
+renders the same diagnosis deterministically.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..core.records import Finding
+from .bursts import Bursts, Key
+from .fleet import FleetTally
+from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
+
+if TYPE_CHECKING:
+    from ..knowledge.rules import RuleSet
+
+def summarize(findings: Iterable[Finding], rules: RuleSet | None = None) -> Summary:
+    """The summary block every report shows (`findings` in report order)."""
+    tally = Tally()
+    for f in findings:
+        tally.add(f)
+    return tally.summary()
+
+
+def _key(f: Finding) -> Key:
+    return (f.source, f.line, f.code)
+
+
+class _Names:
+    """The distinct sources of a row, counted, with the LIST_LIMIT smallest: a row of a scan of
+    100,000 files keeps ten names, not a set of all of them. A source's findings come together
+    (a new source is one that differs from the last), in any order of sources."""
+
+    __slots__ = ("first", "count", "last")
+
+    def __init__(self) -> None:
+        self.first: list[str] = []
+        self.count = 0
+        self.last: str | None = None
+
+    def add(self, name: str) -> None:
+        if name != self.last:
+            self.last = name
+            self.count += 1
+            if len(self.first) < LIST_LIMIT:
+                insort(self.first, name)
+            elif name < self.first[-1]:  # sources of a work unit can come in any order
+                insort(self.first, name)
+                self.first.pop()
+
+    def merge(self, other: _Names) -> None:
+        """Add the names of another tally (of other sources)."""
+        self.first = sorted(set(self.first) | set(other.first))[:LIST_LIMIT]
+        self.count += other.count
+
+    def bounded(self) -> tuple[tuple[str, ...], int]:
+        """(the first LIST_LIMIT names, how many more) as `report.bounded` gives them."""
+        return tuple(self.first), self.count - len(self.first)
+
+
+@dataclass(slots=True)
+class _CodeAgg:
+    first: Key
+    action: str
+    recoverable: bool | None
+    count: int = 0
+    first_seen: str | None = None
+    last_seen: str | None = None
+    sources: _Names = field(default_factory=_Names)
+
+    def add(self, f: Finding) -> None:
+        self.count += 1
+        ts = f.timestamp
+        if ts:
+            if self.first_seen is None or ts < self.first_seen:
+                self.first_seen = ts
+            if self.last_seen is None or ts > self.last_seen:
+                self.last_seen = ts
+        if f.source != self.sources.last:  # a source's first finding may come before the row's first
+            key = (f.source, f.line, f.code)
+            if key < self.first:
+                self.first, self.action, self.recoverable = key, f.action, f.recoverable
+        self.sources.add(f.source)
+
+    def merge(self, other: _CodeAgg) -> None:
+        if other.first < self.first:
+            self.first, self.action, self.recoverable = other.first, other.action, other.recoverable
+        self.count += other.count
+        stamps = [t for t in (self.first_seen, other.first_seen, self.last_seen, other.last_seen) if t]
+        self.first_seen, self.last_seen = (min(stamps), max(stamps)) if stamps else (None, None)
+        self.sources.merge(other.sources)
+
+
+@dataclass(slots=True)
+class _NodeAgg:
+    findings: int = 0
+    unrecoverable: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    sources: _Names = field(default_factory=_Names)
+
+    def merge(self, other: _NodeAgg) -> None:
+        self.findings += other.findings
+        self.unrecoverable += other.unrecoverable
+        self.kinds.update(other.kinds)
+        self.sources.merge(other.sources)
+
+
+@dataclass(slots=True)
+class _FoldAgg:
+    """One (fingerprint, node): the first finding whole, the last one's place and time."""
+
+    first: Finding
+    last: Finding
+    count: int = 0
+    first_seen: str | None = None
+    last_seen: str | None = None
+
+    def add(self, f: Finding) -> None:
+        self.count += 1
+        last = self.last
+        if f.source == last.source or f.source > last.source:  # within a source, in report order
+            self.last = f
+        if f.source < self.first.source:
+            self.first = f
+        ts = f.timestamp or f.time_hint
+        if ts:
+            if self.first_seen is None or ts < self.first_seen:
+                self.first_seen = ts
+            if self.last_seen is None or ts > self.last_seen:
+                self.last_seen = ts
+
+    def merge(self, other: _FoldAgg) -> None:
+        if _key(other.first) < _key(self.first):
+            self.first = other.first
+        if _key(other.last) > _key(self.last):
+            self.last = other.last
+        self.count += other.count
+        stamps = [t for t in (self.first_seen, other.first_seen, self.last_seen, other.last_seen) if t]
+        self.first_seen, self.last_seen = (min(stamps), max(stamps)) if stamps else (None, None)
+
+    def row(self) -> FoldedRow:
+        f, last = self.first, self.last
+        return FoldedRow(
+            fingerprint=f.fingerprint, node=f.node, code=f.code, name=f.name, api=f.api, rule=f.rule,
+            action=f.action, recoverable=f.recoverable, count=self.count,
+            first_source=f.source, first_line=f.line, last_source=last.source, last_line=last.line,
+            first_seen=self.first_seen, last_seen=self.last_seen, text=f.text,
+            evidence=f.api_evidence, first_timestamp=f.timestamp)
+
+
+class Tally:
+    """Aggregates of a stream of findings (fed in report order), enough for the summary."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.unrecoverable = 0
+        self.unknown = 0
+        self.codes: dict[tuple[str, str, str, str], _CodeAgg] = {}
+        self.actions: Counter[str] = Counter()
+        self.nodes: dict[str, _NodeAgg] = {}
+        self.folds: dict[tuple[str, str | None], _FoldAgg] = {}
+        self.bursts = Bursts()
+        self.fleet = FleetTally()  # per bundle, and each failure across bundles
+        # The sources seen, and whether each came in one piece (a name met again after another
+        # source, e.g. two archive members of one name, makes the tally unfit to merge).
+        self.sources: set[str] = set()
+        self.whole = True
+        self._source: str | None = None
+        self._at: tuple[int, str] = (0, "")
+        # Per node, the first finding (in report order) whose timestamp has a sure year, and that
+        # stamp: where the related errors' guessed years should land.
+        self.sure: dict[str | None, tuple[Key, str]] = {}
+
+    def add(self, f: Finding) -> None:
+        """Count one finding (each finding once; a source's findings together and in report order,
+        sources in any order)."""
+        at = (f.line, f.code)
+        if f.source != self._source:
+            self.whole &= f.source not in self.sources
+            self.sources.add(f.source)
+            self._source = f.source
+        elif at < self._at:  # back to an earlier line: two inputs of one name
+            self.whole = False
+        self._at = at
+        if f.timestamp and not f.year_guessed:
+            sure = self.sure.get(f.node)
+            if sure is None or f.source < sure[0][0]:
+                self.sure[f.node] = ((f.source, f.line, f.code), f.timestamp)
+        self.count += 1
+        bad = f.recoverable is not True
+        self.unrecoverable += bad
+        self.unknown += f.name is None
+        key = (f.code, f.name or "", f.api or "", f.rule)
+        agg = self.codes.get(key)
+        if agg is None:
+            agg = self.codes[key] = _CodeAgg(_key(f), f.action, f.recoverable)
+        agg.add(f)
+        self.actions[f.action] += 1
+        node = self.nodes.get(f.node or "")
+        if node is None:
+            node = self.nodes[f.node or ""] = _NodeAgg()
+        node.findings += 1
+        node.unrecoverable += bad
+        node.kinds[f.kind] += 1
+        node.sources.add(f.source)
+        fold = self.folds.get((f.fingerprint, f.node))
+        if fold is None:
+            fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
+        fold.add(f)
+        self.fleet.add(f)
+        self.bursts.add(f)
+
+    def merge(self, other: Tally) -> None:
+        """Add the tally of other findings (from other sources) to this one."""
+        self.whole &= other.whole and self.sources.isdisjoint(other.sources)
+        self.sources |= other.sources
+        self._source = None
+        for where, sure in other.sure.items():
+            if where not in self.sure or sure[0] < self.sure[where][0]:
+                self.sure[where] = sure
+        self.count += other.count
+        self.unrecoverable += other.unrecoverable
+        self.unknown += other.unknown
+        for key, agg in other.codes.items():
+            mine = self.codes.get(key)
+            if mine is None:
+                self.codes[key] = agg
+            else:
+                mine.merge(agg)
+        self.actions.update(other.actions)
+        self.fleet.update(other.fleet)
+        for name, node in other.nodes.items():
+            if name in self.nodes:
+                self.nodes[name].merge(node)
+            else:
+                self.nodes[name] = node
+        for fkey, fold in other.folds.items():
+            if fkey in self.folds:
+                self.folds[fkey].merge(fold)
+            else:
+                self.folds[fkey] = fold
+        self.bursts.merge(other.bursts)
+
+    def summary(self) -> Summary:
+        """The summary of everything added so far."""
+        if not self.count:
+            return Summary()
+        codes = [CodeRow(code, name or None, api or None, rule, agg.action, agg.recoverable, agg.count,
+                         agg.first_seen, agg.last_seen, f"{agg.first[0]}:{agg.first[1]}", *agg.sources.bounded())
+                 for (code, name, api, rule), agg in self.codes.items()]
+        # Non-recoverable first, then most frequent, then by code for a stable order.
+        codes.sort(key=lambda r: (r.recoverable is True, -r.count, r.code, r.api or "", r.rule))
+        actions = sorted((ActionRow(a, n) for a, n in self.actions.items()), key=lambda r: (-r.count, r.action))
+        nodes = tuple(NodeRow(name or None, n.findings, n.unrecoverable, tuple(sorted(n.kinds.items())),
+                              *n.sources.bounded())
+                      for name, n in sorted(self.nodes.items()))
+        # Bursts holding something not known to be recoverable first; then in time order (untimed
+        # last), so the story reads forward.
+        bursts, groups = self.bursts.result()
+        folded = sorted((fold.row() for fold in self.folds.values()),
+                        key=lambda r: (r.first_source, r.first_line, r.code, r.node or ""))
+        bundles, more_bundles = self.fleet.bundle_rows()
+        prints, more_prints = self.fleet.fingerprint_rows()
+        return Summary(findings=self.count, unrecoverable=self.unrecoverable, unknown_codes=self.unknown,
+                       codes=tuple(codes), actions=tuple(actions), nodes=nodes, bursts=bursts,
+                       bundles=bundles, more_bundles=more_bundles, fingerprints=prints, more_fingerprints=more_prints,
+                       folded=tuple(folded), burst_count=self.bursts.count, burst_groups=groups)

@@ -1,0 +1,148 @@
+"""Neighbouring error families: classify HCCL, runtime, CANN, HIXL, torch_npu, MindIE and socket
+errors as likely causes of the LLM-DataDist finding logged just after them (never as findings).
+
+Stage: context (neighbours). Families are data (`rules/neighbours.yaml`): literals for the
+prefilter, one pattern each, and what their codes mean. `CauseFinder` gathers, per stream, the
+neighbour errors logged shortly before each finding: its likely causes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import RuleError
+from .catalog import read_yaml
+
+if TYPE_CHECKING:
+    pass
+
+
+
+
+def _literal_db(literals: tuple[bytes, ...]) -> Any:
+    """A hyperscan database of the literals (one call tests all of them), or None without it."""
+    try:
+        import hyperscan
+    except ImportError:  # pragma: no cover - depends on the platform
+        return None
+    if not literals:
+        return None
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=[b"".join(b"\\x%02x" % b for b in lit) for lit in literals],
+               ids=list(range(len(literals))), flags=[hyperscan.HS_FLAG_SINGLEMATCH] * len(literals))
+    return db
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    id: str
+    name: str
+    literals: tuple[str, ...]
+    pattern: re.Pattern
+    codes: dict
+    level: int = 1  # 1: below LLM-DataDist (runtime, HCCL, sockets, ...); 2: beside it; 3: the application
+    aliases: dict[str, str] = field(default_factory=dict)  # printed text (lower case) -> code
+    action: str = "collect-logs"
+    remedy: str = ""
+    remedies: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (action, remedy)
+
+    def meaning(self, code: str) -> str:
+        return self.codes.get(code) or self.codes.get(code.upper()) or self.name
+
+    def remedy_for(self, code: str) -> tuple[str, str]:
+        """(action, remedy) for one of this family's codes."""
+        return self.remedies.get(code) or self.remedies.get(code.upper()) or (self.action, self.remedy)
+
+
+class NeighbourMatcher:
+    """Finds neighbour-family errors on a line: [(family id, code, meaning)]."""
+
+    def __init__(self, families: list[Family]) -> None:
+        self.families = families
+        self.literals = tuple(dict.fromkeys(lit for f in families for lit in f.literals))
+        self._raw_literals = tuple(lit.encode() for lit in self.literals)
+        self._db = _literal_db(self._raw_literals)
+
+    def __reduce__(self) -> tuple[type[NeighbourMatcher], tuple[list[Family]]]:
+        # A hyperscan database does not pickle: a worker process (Dask) compiles its own.
+        return (NeighbourMatcher, (self.families,))
+
+    def families_in(self, raw: bytes) -> list[Family]:
+        """The families whose literals occur in some undecoded text: a cheap test before `find`
+        that also narrows what `find` tries."""
+        if self._db is not None:
+            ids: set[int] = set()
+            self._db.scan(raw, match_event_handler=lambda i, *_: ids.add(i))
+            present = {self.literals[i] for i in ids}
+        else:
+            present = {lit for lit, raw_lit in zip(self.literals, self._raw_literals, strict=False) if raw_lit in raw}
+        return [f for f in self.families if present.intersection(f.literals)] if present else []
+
+    def find(self, line: str, families: list[Family] | None = None) -> list[tuple[str, str, str]]:
+        """[(family id, code, meaning)] on a line, the first error of each family."""
+        out = []
+        for family in self.families if families is None else families:
+            if not any(lit in line for lit in family.literals):
+                continue
+            m = family.pattern.search(line)
+            if m:
+                code = next((g for g in m.groups() if g), m.group(0))
+                code = family.aliases.get(code.lower(), code)
+                out.append((family.id, code, family.meaning(code)))
+        return out
+
+    def family(self, family_id: str) -> Family | None:
+        return next((f for f in self.families if f.id == family_id), None)
+
+    @classmethod
+    def load(cls, path: Path | None) -> NeighbourMatcher:
+        if path is None:
+            return cls([])
+        data = read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("families"), list):
+            raise RuleError(f"{path}: expected a mapping with a `families` list")
+        families = []
+        for i, raw in enumerate(data["families"]):
+            where = f"{path}: family {raw.get('id', '#' + str(i + 1)) if isinstance(raw, dict) else '#' + str(i + 1)}"
+            if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+                raise RuleError(f"{where}: must be a mapping with an `id`")
+            unknown = sorted(set(raw) - {"id", "name", "literals", "pattern", "codes", "level", "aliases", "action",
+                                         "remedy", "remedies"})
+            if unknown:
+                raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
+            literals = raw.get("literals")
+            if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
+                raise RuleError(f"{where}: `literals` must be a non-empty list of strings")
+            try:
+                pattern = re.compile(str(raw.get("pattern", "")))
+            except re.error as exc:
+                raise RuleError(f"{where}: pattern: invalid regular expression: {exc}") from None
+            codes = raw.get("codes") or {}
+            if not isinstance(codes, dict):
+                raise RuleError(f"{where}: `codes` must map codes to meanings")
+            remedies = raw.get("remedies") or {}
+            pairs = remedies.values() if isinstance(remedies, dict) else ()
+            if not isinstance(remedies, dict) or not all(
+                    isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in pairs):
+                raise RuleError(f"{where}: `remedies` must map codes to [action, remedy]")
+            aliases = raw.get("aliases") or {}
+            if not isinstance(aliases, dict):
+                raise RuleError(f"{where}: `aliases` must map printed text to codes")
+            level = raw.get("level", 1)
+            if level not in (1, 2, 3):
+                raise RuleError(f"{where}: `level` must be 1 (below LLM-DataDist), 2 (beside it) or 3 (above it)")
+            families.append(Family(raw["id"], str(raw.get("name") or raw["id"]), tuple(literals), pattern,
+                                   {str(k): str(v) for k, v in codes.items()}, level,
+                                   {str(k).lower(): str(v) for k, v in aliases.items()},
+                                   str(raw.get("action") or "collect-logs"), str(raw.get("remedy") or ""),
+                                   {str(k): (v[0], v[1]) for k, v in remedies.items()}))
+        return cls(families)
+
+
+
+
+
+

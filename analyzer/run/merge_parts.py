@@ -1,0 +1,229 @@
+"""Map here, reduce there: combine the results of separate scans into one analysis.
+
+Stage: library (a second way into the summary). Each node (or CI job) scans its own logs and
+keeps the result (`--format json`, `jsonl` or `parquet`); `merge_parts` reads the parts back as
+findings, files them in one `FindingStore` (spilled, so a fleet's findings are never all in
+memory), and builds the summary from the same streaming aggregates as a scan (`triage.Tally`):
+codes, nodes, bundles, bursts, folded rows and failures across bundles come out as if everything
+had been scanned at once, and the findings are those of a direct scan, in the same order.
+
+Input stats (files, lines, bytes, skipped inputs) are added up from JSON and Parquet parts; a
+JSONL part holds findings only, so its inputs are not counted (`merge` warns). Findings a
+baseline marked `known` in a JSON part were hidden from that part's report and stay hidden.
+Time windows and guessed years were applied by each part's scan and are not applied again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from typing import IO, Any
+
+from ..core.errors import InputError
+from ..core.observations import Observed
+from ..core.records import Finding, InputStats, Skipped
+from ..core.serial import PARQUET_METADATA_KEY, finding_of, load_pyarrow
+from ..diagnose.story import build_incidents
+from ..diagnose.tally import Tally
+from ..knowledge.rules import RuleSet
+from .api import Analysis
+from .store import FindingStore, RunWriter, spill_dir
+
+FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
+
+
+def merge_parts(parts: list[str], rules: RuleSet | None = None,
+                warn: Callable[[str], None] | None = None) -> Analysis:
+    """One analysis of the findings and input stats of every part (JSON, JSONL or Parquet
+    reports of `ddtriage scan`), in report order. A part that cannot be read is an `InputError`
+    naming it. A part met again (the same file twice, also through a link), or whose every
+    finding was merged already (a JSON and a Parquet report of one scan, or a part of a part) is
+    left out with a warning, so nothing is counted twice; a part that repeats only some of the
+    logs merged before is an `InputError`, since its input stats cannot be split."""
+    ruleset = rules or RuleSet.load()
+    store = FindingStore(spill_dir())
+    stats = InputStats()
+    observed = Observed()  # related errors and link facts of the JSON parts, for the incidents
+    seen = _Seen()
+    try:
+        for part in parts:
+            same = seen.same_file(part)
+            if same is not None:
+                if warn:
+                    warn(f"{part}: given again (as {same}); read once")
+                continue
+            writer, part_observed, digests = RunWriter(store.spill_dir), Observed(), _Digests()
+
+            def sink(f: Finding, add: Callable[[Finding], None] = writer.add, digests: _Digests = digests) -> None:
+                digests.add(f)
+                add(f)
+            part_stats = read_part(part, sink, ruleset, part_observed)
+            runs = writer.finish()
+            earlier = seen.repeats(part, digests)
+            if earlier is not None:
+                if warn:
+                    warn(f"{part}: every finding in it was merged already from {earlier}; left out")
+                continue
+            if part_stats is None:
+                if warn:
+                    warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted, "
+                         "and its incidents know no related errors or link facts")
+            else:
+                stats.add(part_stats)
+            observed.add(part_observed)
+            store.add(runs)
+        tally = Tally()
+        for finding in store:
+            tally.add(finding)
+    except BaseException:
+        store.close()
+        raise
+    store.count = tally.count
+    summary = tally.summary()
+    related = observed.sorted_related()
+    incidents = build_incidents(summary.bursts, related, observed.nodes, ruleset)
+    return Analysis(store, stats, ruleset, replace(summary, incidents=incidents), related=related,
+                    links=dict(sorted(observed.nodes.items(), key=lambda kv: kv[0] or "")))
+
+
+class _Digests:
+    """Per log (node, bundle, source) of one part: a digest of its findings, in order."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str | None, str | None, str], Any] = {}
+
+    def add(self, f: Finding) -> None:
+        key = (f.node, f.bundle, f.source)
+        digest = self.logs.get(key)
+        if digest is None:
+            digest = self.logs[key] = hashlib.blake2b(digest_size=16)
+        digest.update(repr((f.line, f.code, f.api, f.rule, f.timestamp, f.text)).encode("utf-8", "surrogatepass"))
+
+    def done(self) -> dict[tuple[str | None, str | None, str], bytes]:
+        return {key: d.digest() for key, d in self.logs.items()}
+
+
+class _Seen:
+    """The logs merged so far, to catch a part given twice (a shell glob that picks a part again,
+    a JSON and a Parquet report of one scan): the same findings counted twice."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str | None, str | None, str], tuple[bytes, str]] = {}
+        self.parts: list[str] = []
+        self.files: dict[tuple[int, int], str] = {}
+
+    def same_file(self, part: str) -> str | None:
+        """The earlier part that is this very file (also through a link), else None."""
+        try:
+            st = os.stat(part)
+        except OSError:
+            return None  # read_part says why
+        key = (st.st_dev, st.st_ino)
+        if key in self.files:
+            return self.files[key]
+        self.files[key] = part
+        return None
+
+    def repeats(self, part: str, digests: _Digests) -> str | None:
+        """The earlier part this one repeats (None: it is new, and is now seen); an `InputError`
+        when it repeats only some of an earlier part's logs."""
+        mine = digests.done()
+        again = {key: self.logs[key][1] for key, digest in mine.items()
+                 if key in self.logs and self.logs[key][0] == digest}
+        if mine and len(again) == len(mine):
+            return min(set(again.values()), key=self.parts.index)
+        if again:
+            (node, _, source), earlier = next(iter(sorted(again.items(), key=lambda kv: kv[0][2])))
+            raise InputError(f"{part}: its findings in {source}{f' (node {node})' if node else ''} were merged "
+                             f"already from {earlier}: the same log scanned twice; merge each log's scan once")
+        for key, digest in mine.items():
+            self.logs[key] = (digest, part)
+        self.parts.append(part)
+        return None
+
+
+def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
+              observed: Observed | None = None) -> InputStats | None:
+    """Feed the findings of one part to `sink` in its order; return its input stats (None for
+    JSONL, which has none)."""
+    try:
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        if magic == b"PAR1":
+            return _read_parquet(path, sink, observed)
+        with open(path, encoding="utf-8") as text:
+            first = text.readline()
+            if first.strip() == "{":
+                return _read_json(path, text, sink, rules, observed)
+            text.seek(0)
+            for n, line in enumerate(text, 1):
+                if line.strip():
+                    sink(finding_of(_loads(line, path, n), rules.catalog.is_generic))
+            return None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        kind = type(exc).__name__
+        raise InputError(f"{path}: not a ddtriage JSON, JSONL or Parquet report ({kind}: {exc})") from None
+
+
+def _loads(line: str, path: str, n: int) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{n}: not JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{path}:{n}: expected a finding (a JSON object)")
+    return value
+
+
+def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules: RuleSet,
+               observed: Observed | None = None) -> InputStats:
+    """A JSON report, streamed: its head up to the findings, then one finding per line."""
+    head = ["{"]
+    for line in text:
+        if line.rstrip("\n") in (FINDINGS_OPEN, FINDINGS_OPEN + "]"):
+            break
+        head.append(line)
+    else:
+        raise InputError(f"{path}: not a ddtriage JSON report (no findings list)")
+    report = json.loads("".join(head).rstrip().rstrip(",") + "}")
+    if report.get("tool") != "ddtriage":
+        raise InputError(f"{path}: not a ddtriage JSON report")
+    if observed is not None:
+        observed.add_report(report.get("related") or [], report.get("links") or [])
+    for n, line in enumerate(text, len(head) + 1):
+        item = line.strip().rstrip(",")
+        if item.startswith("{"):
+            found = _loads(item, path, n)
+            if found.get("baseline") != "known":  # hidden by that scan's baseline
+                sink(finding_of(found, rules.catalog.is_generic))
+    return stats_from_dict(report["inputs"])
+
+
+def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None) -> InputStats:
+
+    pq = load_pyarrow().parquet
+    handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # read in pieces, not whole
+    meta = (handle.schema_arrow.metadata or {}).get(PARQUET_METADATA_KEY)
+    if meta is None:
+        raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
+    for batch in handle.iter_batches(batch_size=4096):  # a few MiB of rows at a time
+        for row in batch.to_pylist():
+            sink(finding_of(row))
+    head = json.loads(meta)
+    if observed is not None:
+        observed.add_report(head.get("related") or [], head.get("links") or [])
+    return stats_from_dict(head["inputs"])
+
+
+def stats_from_dict(d: dict[str, Any]) -> InputStats:
+    """Input stats from their JSON shape (`InputStats.to_dict`)."""
+    return InputStats(files=d["files"], lines=d["lines"], bytes=d["bytes"], excluded=d["excluded"],
+                      outside_window=d["outside_window"],
+                      skipped=[Skipped(s["source"], s["reason"]) for s in d["skipped"]],
+                      notes=[Skipped(s["source"], s["note"]) for s in d.get("notes", [])])
+

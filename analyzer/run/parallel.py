@@ -1,0 +1,332 @@
+"""Running the engine over many inputs at once: work units, newline-aligned cuts, worker
+processes, and merging the units' results back into one sequential-looking result.
+
+Stage: parallel. A `WorkUnit` is a batch of small whole inputs (batched by bytes, so 10,000 small
+logs do not cost 10,000 round trips to a worker), one big input, or one byte range of a big plain
+file. Any back end that can call `run_unit(engine, unit)` somewhere and hand the results back in
+unit order can run them (`run_units` does it here, in this process or in a local process pool);
+`merge` then renumbers range lines and files the runs in a `FindingStore`, so the report is the
+same for any number of jobs. A unit's findings come back as runs (`store.Run`): in memory when
+few, else spilled by the worker to a temporary file in the store's folder, so neither the worker
+nor this process holds a storm's findings.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+from bisect import insort
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import partial
+from typing import BinaryIO, cast
+
+from ..core.progress import Progress
+from ..core.records import Finding, InputStats
+from ..detect.engine import Engine
+from ..diagnose.bursts import BurstKey, Bursts
+from ..diagnose.summary import MAX_BURSTS
+from ..diagnose.tally import Tally
+from ..inputs import SafeStream, Source, sniff, unpack, year_hint
+from ..inputs.own import HEAD as OWN_HEAD
+from ..inputs.own import own_document
+from ..knowledge.envelopes import HEAD_BYTES
+from ..scan.blocks import HISTORY_BYTES
+from .store import FindingStore, Run, RunWriter
+
+SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
+BATCH_BYTES = 8 << 20  # small inputs are batched into units of up to this many bytes ...
+BATCHES_PER_JOB = 8  # ... and smaller when that leaves fewer than this many units per job
+
+# A unit's runs of findings, what it read, and (for whole inputs) the tally of its findings,
+# made where they were found so that this process need not read them again for the summary.
+UnitResult = tuple[list[Run], InputStats, Tally | None]
+# Builds an engine; picklable (a module-level function or a functools.partial of `Engine`),
+# because each worker process builds its own. Called with `progress=` in this process.
+EngineFactory = Callable[..., Engine]
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """Whole inputs (`source` and `more`), or one newline-aligned byte range [start, end) of a
+    big plain file (`source`)."""
+
+    source: Source
+    start: int = 0
+    end: int | None = None
+    more: tuple[Source, ...] = ()  # further whole inputs scanned in the same unit, in plan order
+
+    @property
+    def sources(self) -> tuple[Source, ...]:
+        """The inputs this unit reads, in order."""
+        return (self.source, *self.more)
+
+    @property
+    def size(self) -> int:
+        """Bytes of input this unit covers (as far as known before reading it)."""
+        if self.end is not None:
+            return self.end - self.start
+        return sum(s.size or 0 for s in self.sources)
+
+    @property
+    def ends_source(self) -> bool:
+        """Whether this unit finishes its input (a whole input, or the last range of one)."""
+        return self.end is None or self.end == self.source.size
+
+
+def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
+    """Units in input order. A big plain-text file that holds at least 1/`jobs` of all the bytes
+    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges;
+    consecutive other inputs are batched up to a byte budget (small enough that every job gets
+    several units), so many small files do not each cost a round trip to a worker."""
+    total = sum(s.size or 0 for s in sources)
+    budget = max(1, min(BATCH_BYTES, total // max(1, jobs * BATCHES_PER_JOB)))
+    units: list[WorkUnit] = []
+    batch: list[Source] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal batch, size
+        if batch:
+            units.append(WorkUnit(batch[0], more=tuple(batch[1:])))
+        batch, size = [], 0
+
+    for src in sources:
+        if (jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
+                and src.size * jobs >= total and _is_plain(src.path)):
+            flush()
+            cuts = aligned_cuts(src.path, src.size, jobs)
+            units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+            continue
+        if batch and (size + (src.size or 0) > budget or src.is_stdin):
+            flush()
+        if src.is_stdin:  # stdin is read in this process: a unit of its own
+            units.append(WorkUnit(src))
+            continue
+        batch.append(src)
+        size += src.size or 0
+    flush()
+    return units
+
+
+def _is_plain(path: str) -> bool:
+    """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out)."""
+    try:
+        with open(path, "rb") as handle:
+            if sniff(SafeStream(handle)) != "text":
+                return False
+            handle.seek(0)
+            return own_document(handle.read(OWN_HEAD)) is None
+    except OSError:
+        return False
+
+
+def aligned_cuts(path: str, size: int, parts: int) -> list[int]:
+    """Byte offsets that split the file into `parts` ranges, each starting at a line start.
+    The newline is searched in small reads: a line of gigabytes (NUL padding) costs no memory;
+    where no newline falls before the next cut, the two ranges become one."""
+    cuts = [0]
+    with open(path, "rb") as handle:
+        for i in range(1, parts):
+            pos = max(cuts[-1], size * i // parts)
+            limit = size * (i + 1) // parts
+            handle.seek(pos)
+            while pos < limit:
+                piece = handle.read(min(1 << 16, limit - pos))
+                if not piece:
+                    break
+                nl = piece.find(b"\n")
+                if nl != -1:
+                    cuts.append(pos + nl + 1)
+                    break
+                pos += len(piece)
+    cuts.append(size)
+    return sorted(set(cuts))
+
+
+class _Bounded(io.RawIOBase):
+    """At most `remaining` bytes of an open file, from where it stands."""
+
+    def __init__(self, handle: BinaryIO, remaining: int) -> None:
+        self.handle, self.remaining = handle, remaining
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.remaining <= 0:
+            return b""
+        size = self.remaining if size is None or size < 0 else min(size, self.remaining)
+        data = self.handle.read(size)
+        self.remaining -= len(data)
+        return data
+
+
+class BurstCut:
+    """The MAX_BURSTS smallest keys of the bursts a process has sent back whole. The summary keeps
+    the first MAX_BURSTS bursts of all units (`Bursts.trim`); once this process alone has sent
+    that many with smaller keys, a later unit's burst with a larger key can never be among them,
+    and need not travel (a storm's units would otherwise pickle a thousand bursts each). It is
+    counted in its group all the same. Sound only where every unit's result reaches `merge`
+    (a local pool fails as a whole), so not on Dask, which may run a unit twice."""
+
+    def __init__(self) -> None:
+        self.keys: list[BurstKey] = []
+
+    def apply(self, bursts: Bursts) -> None:
+        """Drop the kept bursts that cannot make the cut, and remember the keys of the rest."""
+        bursts.trim()
+        if len(self.keys) >= MAX_BURSTS:
+            bound = self.keys[MAX_BURSTS - 1]
+            bursts.bursts = [kb for kb in bursts.bursts if kb[0] < bound]
+        for key, _ in bursts.bursts:
+            insort(self.keys, key)
+        del self.keys[MAX_BURSTS:]
+
+
+def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: BurstCut | None = None) -> UnitResult:
+    """Scan one work unit into runs of findings (spilled to `spill_dir` when large; None: kept in
+    memory). Line numbers of a range are local (1 = its first line). `cut`: this process's
+    `BurstCut`, when every result it returns is merged."""
+    stats = InputStats()
+    writer = RunWriter(spill_dir)
+    if unit.end is None:
+        tally = Tally()
+
+        def sink(f: Finding) -> None:
+            writer.add(f)
+            tally.add(f)
+        for source in unit.sources:
+            engine.scan_source(source, stats, sink)
+        tally.bursts.close_all()  # what goes back to this process is closed bursts only
+        if cut is not None:
+            cut.apply(tally.bursts)
+        return writer.finish(), stats, tally
+    src = unit.source
+    assert src.path is not None  # plan_units cuts files only
+    with open(src.path, "rb") as handle:
+        head = handle.read(HEAD_BYTES) if unit.start > 0 else None  # the file's envelope, if any
+        lead = max(0, unit.start - HISTORY_BYTES)
+        handle.seek(lead)
+        history = handle.read(unit.start - lead)
+        if lead > 0:
+            history = history[history.find(b"\n") + 1:]
+        hint = year_hint(src.name, src.mtime, engine.year)
+        bounded = cast(BinaryIO, _Bounded(handle, unit.end - unit.start))  # the scanner only calls read()
+        engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add,
+                         head=head)
+    stats.files = 0  # merge counts the file once
+    return writer.finish(), stats, None  # a range's bursts may go on in the next range: no tally
+
+
+def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,
+              spill_dir: str | None = None) -> Iterator[UnitResult]:
+    """The result of every unit, in unit order, as each is ready: in `jobs` local worker
+    processes when there is more than one job and unit (and no unit reads stdin), else one by
+    one in this process."""
+    if jobs > 1 and len(units) > 1 and not any(s.is_stdin for u in units for s in u.sources):
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
+                                   initargs=(make_engine,))
+        try:
+            results = pool.map(partial(_run_in_worker, spill_dir=spill_dir), units)
+            for unit, result in zip(units, results, strict=True):
+                yield result
+                progress.advance(unit.size)
+                for _ in range(len(unit.sources) if unit.ends_source else 0):
+                    progress.file_done()
+        except BaseException:
+            # Ctrl-C, SIGTERM (raised as an exception by the CLI) or a failed unit: stop the
+            # workers now, whatever they are blocked on, instead of waiting for their units.
+            stop_workers(pool)
+            raise
+        pool.shutdown()
+    else:
+        engine = make_engine(progress=progress)
+        cut = BurstCut()
+        # A compressed input is inflated ahead in a thread only where a CPU would be idle (more jobs
+        # than units here); with --jobs 1, or in a pool's busy workers, the thread only competes.
+        ahead, unpack.READ_AHEAD = unpack.READ_AHEAD, unpack.READ_AHEAD and jobs > 1
+        try:
+            for unit in units:
+                yield run_unit(engine, unit, spill_dir, cut)
+                for _ in unit.sources:
+                    progress.file_done()
+        finally:
+            unpack.READ_AHEAD = ahead
+
+
+_WORKER: Engine | None = None  # the engine of this worker process
+_CUT = BurstCut()  # the bursts this worker process sent back
+
+
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill a pool's worker processes and drop its queued work, without waiting."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())  # no public way to reach them
+    for process in processes:
+        with suppress(OSError, ValueError, AttributeError):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with suppress(OSError, ValueError, AttributeError, AssertionError):
+            process.join(1)
+
+
+def _init_worker(make_engine: EngineFactory) -> None:
+    global _WORKER
+    # Ctrl-C reaches the whole process group: the parent alone decides, and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the CLI's handler, inherited by fork
+    _die_with_parent()
+    unpack.READ_AHEAD = False  # each CPU runs a worker: no thread to inflate ahead (see run_units)
+    _WORKER = make_engine()
+    _CUT.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel send SIGTERM to this worker when its parent dies (even by SIGKILL)."""
+    with suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _run_in_worker(unit: WorkUnit, spill_dir: str | None = None) -> UnitResult:
+    assert _WORKER is not None, "worker not initialised"
+    return run_unit(_WORKER, unit, spill_dir, _CUT)
+
+
+def merge(units: list[WorkUnit], results: Iterable[UnitResult],
+          store: FindingStore | None = None) -> tuple[FindingStore, InputStats, Tally | None]:
+    """File the units' runs (in unit order, as they arrive) in `store`, add up their stats and
+    merge their tallies; the runs of a later byte range are shifted by the lines of the ranges
+    before it. The tally is None when some unit had none (a byte range) or two units (or two
+    members of one) share a source name: then the summary needs the findings read again."""
+    store = store if store is not None else FindingStore()
+    stats = InputStats()
+    tally: Tally | None = Tally()
+    shift, previous = 0, None
+    for unit, (runs, unit_stats, unit_tally) in zip(units, results, strict=True):
+        if unit.end is not None:
+            if previous is not unit.source:
+                shift, previous = 0, unit.source
+                stats.files += 1
+            for run in runs:
+                run.shift = shift
+            unit_stats.observed.shift(shift)
+            shift += unit_stats.lines
+        store.add(runs)
+        stats.add(unit_stats)
+        if tally is not None and unit_tally is not None:
+            tally.merge(unit_tally)
+        else:
+            tally = None
+    return store, stats, (tally if tally is not None and tally.whole else None)
+
+
+def cpu_count() -> int:
+    """CPUs this process may run on (its affinity where the platform tells it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -1,0 +1,292 @@
+"""The hot loop: read big binary blocks, find candidate lines with literals, yield only those.
+
+Stage: scan. Nothing here decodes or parses a line that holds no candidate literal. Memory is
+bounded by the block size plus the longest line kept (`MAX_LINE`); longer lines are cut into
+fragments that keep their line number, so a hit after megabytes of junk is still found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from ..inputs.streams import Reader
+
+BLOCK_SIZE = 8 << 20
+MAX_LINE = 4 << 20  # a line longer than this is scanned in fragments
+HISTORY_BYTES = 64 << 10  # what is kept from the previous block for looking back
+LOOKBACK_LINES = 40
+TEXT_LIMIT = 2000  # characters of a hit line kept in memory (the hit stays inside the window)
+
+_hyperscan: ModuleType | None
+try:  # The multi-literal engine that pays on big inputs (perf.md); same results without it.
+    import hyperscan as _hyperscan
+except ImportError:  # pragma: no cover - depends on the platform
+    _hyperscan = None
+
+
+def decode(raw: bytes) -> str:
+    """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
+    text = raw.decode("utf-8", errors="replace")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text.rstrip("\r\n")
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A line holding at least one prefilter literal, with lazy access to the lines before it."""
+
+    line_no: int
+    offset: int  # byte offset of the line's start in the stream
+    raw: bytes
+    _buf: bytes
+    _start: int  # where this line starts in _buf
+    _first_line_no: int  # line number of the first complete line in _buf
+    facts_only: bool = False  # holds fact literals only (the prefilter's second tier)
+
+    def text(self) -> str:
+        return decode(self.raw)
+
+    def raw_after(self, limit: int) -> bytes:
+        """Up to `limit` undecoded bytes after this line, as far as the block read so far holds
+        them (a record that spans lines, such as a pretty-printed JSON object)."""
+        begin = self._start + len(self.raw) + 1
+        return self._buf[begin:begin + limit]
+
+    def raw_since(self, offset: int) -> bytes | None:
+        """The undecoded bytes from stream offset `offset` up to this line, when still held."""
+        begin = self._start - (self.offset - offset)
+        if begin < max(0, self._start - HISTORY_BYTES) or begin > self._start:
+            return None
+        return self._buf[begin:self._start]
+
+    def raw_before(self, limit: int) -> bytes:
+        """The undecoded bytes of up to `limit` lines before this one (same bounds as lookback):
+        cheap to test for literals before anything is decoded."""
+        floor = max(0, self._start - HISTORY_BYTES)
+        begin, line_no = self._start, self.line_no
+        while begin > floor and limit > 0 and line_no > self._first_line_no:
+            begin = self._buf.rfind(b"\n", floor, begin - 1) + 1
+            if begin == 0 and floor > 0:
+                begin = floor
+            limit -= 1
+            line_no -= 1
+        return self._buf[begin:self._start]
+
+    def lookback(self, limit: int = LOOKBACK_LINES) -> Sequence[tuple[int, str]]:
+        """Up to `limit` earlier lines (line number, text), oldest first, from this block and
+        the history carried over from the previous one."""
+        out: list[tuple[int, str]] = []
+        end = self._start - 1  # the newline that ends the previous line
+        line_no = self.line_no - 1
+        # Never further back than HISTORY_BYTES, so the answer does not depend on where blocks
+        # or parallel byte ranges happen to start.
+        floor = max(0, self._start - HISTORY_BYTES)
+        while end >= floor and len(out) < limit and line_no >= self._first_line_no:
+            begin = self._buf.rfind(b"\n", 0, end) + 1
+            if begin < floor:
+                break
+            out.append((line_no, decode(self._buf[begin:end][:TEXT_LIMIT * 2])))
+            end = begin - 1
+            line_no -= 1
+        out.reverse()
+        return out
+
+
+class Prefilter:
+    """Finds the start offsets of lines that hold any of the literals (or match any of the few
+    extra `patterns`, regular expressions for what a literal cannot say, such as JSON's free
+    whitespace in `"MESSAGE" : [`).
+
+    `fact_literals` make a line a candidate of the second tier: one read only for the link facts
+    it states. Such lines are frequent in a busy connector log, so the engine gives them a path of
+    their own, far cheaper than a line that may hold a code; a line holding both is a full one."""
+
+    def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = (),
+                 fact_literals: Sequence[bytes] = ()):
+        self.literals = tuple(dict.fromkeys(literals))
+        self.patterns = tuple(dict.fromkeys(patterns))
+        self.fact_literals = tuple(lit for lit in dict.fromkeys(fact_literals) if lit not in self.literals)
+        self._regexes = [re.compile(p) for p in self.patterns]
+        self.engine = "hyperscan" if engine in ("auto", "hyperscan") and _hyperscan else "find"
+        if engine == "hyperscan" and not _hyperscan:
+            raise RuntimeError("hyperscan is not installed")
+        self._db = None
+        self._full_ids = len(self.literals) + len(self.patterns)  # ids below this: full candidates
+        if self.engine == "hyperscan" and _hyperscan is not None:
+            db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
+            expressions = ([_hs_escape(lit) for lit in self.literals] + list(self.patterns)
+                           + [_hs_escape(lit) for lit in self.fact_literals])
+            db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
+            self._db = db
+
+    def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
+        """Sorted, unique start offsets of candidate lines within buf[begin:end] (either tier)."""
+        return self.tiers(buf, begin, end)[0]
+
+    def tiers(self, buf: bytes, begin: int, end: int) -> tuple[list[int], set[int]]:
+        """(sorted start offsets of every candidate line in buf[begin:end], the starts of those
+        that hold fact literals only)."""
+        full: set[int] = set()
+        facts: set[int] = set()
+        if self._db is not None:
+            hits: list[tuple[int, int]] = []
+            full_ids = self._full_ids
+
+            def on_match(id_: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+                hits.append((to, id_))
+                return None
+
+            # Scanning the whole buffer avoids copying the region; matches in the history part
+            # (before `begin`) or past `end` are dropped below.
+            self._db.scan(buf, match_event_handler=on_match)
+            for tier, wanted in ((full, True), (facts, False)):
+                seen_until = -1
+                for to in sorted(to for to, id_ in hits if (id_ < full_ids) is wanted):
+                    pos = to - 1
+                    if pos < begin or to > end or pos <= seen_until:
+                        continue
+                    start = max(buf.rfind(b"\n", begin, pos) + 1, begin)
+                    tier.add(start)
+                    nl = buf.find(b"\n", pos, end)
+                    seen_until = end if nl == -1 else nl
+        else:
+            for tier, literals in ((full, self.literals), (facts, self.fact_literals)):
+                for lit in literals:
+                    pos = buf.find(lit, begin, end)
+                    while pos != -1:
+                        start = buf.rfind(b"\n", begin, pos) + 1
+                        tier.add(max(start, begin))
+                        nl = buf.find(b"\n", pos, end)
+                        if nl == -1:
+                            break
+                        pos = buf.find(lit, nl + 1, end)
+            for regex in self._regexes:
+                for m in regex.finditer(buf, begin, end):
+                    full.add(max(buf.rfind(b"\n", begin, m.start()) + 1, begin))
+        facts -= full
+        return sorted(full | facts), facts
+
+
+def _hs_escape(literal: bytes) -> bytes:
+    return b"".join(b"\\x%02x" % b for b in literal)
+
+
+@dataclass(slots=True)
+class ScanCounts:
+    lines: int = 0
+    bytes: int = 0
+
+
+FactSink = Callable[[int, bytes], None]  # (line number, raw line) of a line with fact literals only
+
+
+def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
+                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None
+                ) -> Iterator[Candidate]:
+    """Yield candidate lines of a binary stream with exact 1-based line numbers.
+
+    `history` is text just before the stream (complete lines) that lookback may see: a parallel
+    byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
+    there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
+    `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
+    error mid-stream) still knows what was read.
+    """
+    pending = b""  # the incomplete last line of the previous block
+    line_no = 1  # number of the first line in `pending`
+    offset = 0  # stream offset of the first byte of `pending`
+    failure: BaseException | None = None
+    while True:
+        try:
+            chunk = stream.read(block_size)
+        except Exception as exc:  # noqa: BLE001 - re-raised below, after the partial line
+            failure = exc
+            break
+        if not chunk:
+            break
+        counts.bytes += len(chunk)
+        # One copy per block: history (for lookback) + the carried partial line + the new bytes.
+        buf = b"".join((history, pending, chunk)) if (history or pending) else chunk
+        begin = len(history)
+        cut = buf.rfind(b"\n", begin)
+        if cut == -1:
+            if len(buf) - begin < max_line:
+                pending = buf[begin:]
+                continue
+            # One line longer than we keep: scan what we have and carry the tail, cut where no
+            # code (with the words before it) can straddle the cut, so each is seen once, whole.
+            cut = _fragment_cut(buf, begin, prefilter)
+            fragment = buf[begin:cut]
+            yield from _candidates(fragment, 0, len(fragment), prefilter, line_no, line_no, offset, facts)
+            offset += len(fragment)
+            pending, history = buf[cut:], b""
+            continue
+        end = cut + 1
+        first_line_no = line_no - history.count(b"\n")
+        yield from _candidates(buf, begin, end, prefilter, line_no, first_line_no, offset, facts)
+        lines = buf.count(b"\n", begin, end)  # a C pass; numbering candidates needs no index
+        counts.lines += lines
+        line_no += lines
+        offset += end - begin
+        pending = buf[end:]
+        history = _tail_lines(buf, begin, end)
+    if pending:
+        buf = history + pending
+        yield from _candidates(buf, len(history), len(buf), prefilter, line_no,
+                               line_no - history.count(b"\n"), offset, facts)
+        counts.lines += 1  # a final line without a newline (or cut by a break) still counts
+    if failure is not None:
+        raise failure
+
+
+FRAGMENT_TAIL = 256  # bytes carried from one fragment of a long line to the next, at least
+CODE_CONTEXT = 128  # how far before a literal the words that make it a code may start
+
+
+def _fragment_cut(buf: bytes, begin: int, prefilter: Prefilter) -> int:
+    """Where to cut a fragment off a line too long to keep: FRAGMENT_TAIL bytes before its end, or
+    earlier, CODE_CONTEXT bytes before the first literal near the end (a literal cut in two shows
+    whole in the next fragment, with its context; nothing is scanned twice)."""
+    cut = len(buf) - FRAGMENT_TAIL
+    window = max(begin, cut - FRAGMENT_TAIL)
+    for literal in (*prefilter.literals, *prefilter.fact_literals):
+        at = buf.find(literal, window)
+        if at != -1:
+            cut = min(cut, at - CODE_CONTEXT)
+    return max(cut, begin + 1)
+
+
+def _tail_lines(buf: bytes, begin: int, end: int) -> bytes:
+    """The complete lines in the last HISTORY_BYTES of buf[begin:end]."""
+    if end - begin <= HISTORY_BYTES:
+        return buf[begin:end]
+    start = end - HISTORY_BYTES
+    return buf[buf.find(b"\n", start, end) + 1:end]
+
+
+def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no: int, first_line_no: int,
+                offset: int, facts: FactSink | None) -> Iterator[Candidate]:
+    """Candidates in buf[begin:end] (buf[:begin] is history). `offset` is the stream offset of
+    buf[begin]; `line_no` the number of its first line."""
+    starts, facts_only = prefilter.tiers(buf, begin, end)
+    if not starts:
+        return
+    numbers = []
+    counted_to = begin
+    for start in starts:  # newlines counted from one candidate to the next: one C pass in all
+        line_no += buf.count(b"\n", counted_to, start)
+        counted_to = start
+        numbers.append(line_no)
+    for start, number in zip(starts, numbers, strict=True):
+        nl = buf.find(b"\n", start, end)
+        raw = buf[start:end if nl == -1 else nl]
+        if start in facts_only:
+            if facts is not None:
+                facts(number, raw)
+                continue
+            yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no, True)
+        else:
+            yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no)

@@ -1,0 +1,50 @@
+"""The shape of the package: stages import one way, no module cycle, few top-level modules, and
+the entry points import only what they use (issue #16)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from import_graph import PACKAGE, cycles, graph, package_graph
+
+LAYERS = ["analyzer.core", "analyzer.inputs", "analyzer.knowledge", "analyzer.scan", "analyzer.detect",
+          "analyzer.diagnose", "analyzer.run", "analyzer.writers", "analyzer.cli"]
+
+
+def test_no_import_cycle_between_modules_counting_every_import() -> None:
+    assert cycles(graph()) == []
+
+
+def test_packages_import_only_the_layers_below() -> None:
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    rank["analyzer.knowledge"] = rank["analyzer.inputs"]  # independent of each other
+    upward = [(src, dst) for src, targets in package_graph(graph()).items() if src in rank
+              for dst in targets if dst in rank and rank[dst] >= rank[src]]
+    assert upward == []
+
+
+def test_at_most_six_modules_at_the_top() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 6, top
+
+
+def _imported_by(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, check=True).stdout
+    return {m for m in out.split() if m.startswith("analyzer") or m in ("pandas", "pyarrow", "dask")}
+
+
+def test_help_imports_no_engine_and_no_writer_module() -> None:
+    loaded = _imported_by("from analyzer.cli import cli\ntry:\n    cli.main(['--help'], standalone_mode=False)\n"
+                          "except SystemExit:\n    pass")
+    assert not {m for m in loaded if m.startswith(("analyzer.detect", "analyzer.run", "analyzer.diagnose.tally"))}
+    writers = {m for m in loaded if m.startswith("analyzer.writers.")} - {"analyzer.writers.common", "analyzer.writers.safe"}
+    assert writers == set()
+    assert not {"pandas", "pyarrow", "dask"} & loaded
+
+
+def test_a_worker_that_scans_imports_no_writer() -> None:
+    loaded = _imported_by("from analyzer.run import parallel\nfrom analyzer.detect.engine import Engine")
+    assert not {m for m in loaded if m.startswith(("analyzer.writers", "analyzer.cli"))}
+    assert not {"pandas", "pyarrow", "dask"} & loaded
