@@ -92,10 +92,12 @@ def ci(tmp_path):
     return folder
 
 
-def test_a_baseline_written_into_the_scanned_folder_is_refused_like_an_output(ci):
-    line = _usage_line(_scan(str(ci), "--write-baseline", str(ci / "new-base.json")))
-    assert f"--write-baseline {ci / 'new-base.json'}: it lies inside the scanned folder" in line, line
-    assert not (ci / "new-base.json").exists()
+def test_a_baseline_written_into_the_scanned_folder_follows_the_output_rule(ci):
+    written = _scan(str(ci), "-q", "--write-baseline", str(ci / "new-base.json"))  # written, left out (#18)
+    assert written.returncode == 1, written.stderr
+    assert (ci / "new-base.json").exists()
+    again = _scan(str(ci), "-q", "--write-baseline", str(ci / "new-base.json"), "--baseline", str(ci / "new-base.json"))
+    assert again.returncode == 0, again.stderr  # every finding known; the baseline itself is not read as a log
     line = _usage_line(_scan(str(ci), "--write-baseline", str(ci / "app.log")))
     assert "it is the input" in line and "the baseline would overwrite the log" in line, line
     assert (ci / "app.log").read_text() == CI_LOG

@@ -46,13 +46,11 @@ def test_output_reaching_an_input_through_a_link_is_refused(logs, tmp_path):
     assert (logs / "app.log").read_text() == FINDING + "\n"
 
 
-def test_output_inside_a_scanned_folder_is_refused_unless_excluded(logs):
+def test_output_inside_a_scanned_folder_is_written_and_left_out(logs):
     out = logs / "sub" / "report.md"
     out.parent.mkdir()
-    result = ddtriage("scan", logs, "-o", out)
-    assert result.returncode == 2
-    assert "inside the scanned folder" in one_line_error(result.stderr)
-    assert not out.exists()
+    assert ddtriage("scan", logs, "-o", out).returncode == 1  # issue #18: written, not refused
+    assert out.read_text().startswith("# ddtriage report")
     assert ddtriage("scan", logs, "-o", out, "--exclude", "report.md").returncode == 1
     assert out.read_text().startswith("# ddtriage report")
 

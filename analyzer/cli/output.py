@@ -2,9 +2,12 @@
 
 `refusal` says why an --output (or --write-baseline, --baseline, --suppressions) path may not be
 used: it is one of the inputs (also through a symlink or a hard link, or a log inside a scanned
-folder), or a file written inside a scanned folder and not excluded by name (the next run would
-scan it, were it not recognised as ddtriage's own). `atomic_file` writes a regular file through a temporary file in the
-same folder, renamed into place only when the whole report is written.
+folder). A report or baseline written inside a scanned folder is fine (`~/ascend/log/triage.json`,
+`scan logs/ -o logs/ddtriage.sarif`): it is left out of the scan (`Options.not_these`), and a later
+scan tells it from its first bytes. It is refused only when that file already exists and is not a
+ddtriage report or baseline: writing would overwrite an input log. `atomic_file` writes a regular
+file through a temporary file in the same folder, renamed into place only when the whole report is
+written.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ def refusal(output: str, paths: Sequence[str], selection: Selection, what: str =
             written: bool = True) -> str | None:
     """Why `output` must not be used when scanning `paths`, or None when it may be. `what` names the
     file in the reason (report, baseline); a file only read (`written=False`, --baseline,
-    --suppressions) is refused when it is an input, not for lying inside a scanned folder."""
+    --suppressions) is refused when it is an input. A file inside a scanned folder is an input only
+    when it exists and is not ddtriage's own (a new file, or an earlier report, is written and left
+    out of the scan)."""
     target = os.path.realpath(output)
     try:
         out_st: os.stat_result | None = os.stat(output)
@@ -40,20 +45,21 @@ def refusal(output: str, paths: Sequence[str], selection: Selection, what: str =
             st = os.stat(path)
         except OSError:
             continue
+        elsewhere = f"; write the {what} elsewhere" if written else ""
         if out_st is not None and (st.st_dev, st.st_ino) == (out_st.st_dev, out_st.st_ino):
-            return f"it is the input {path}; {overwrite}"
+            return f"it is the input {path}; {overwrite}{elsewhere}"
         real = os.path.realpath(path)
         if stat.S_ISDIR(st.st_mode) and os.path.commonpath([real, target]) == real:
             walked = os.path.join(path, os.path.relpath(target, real))  # the name the walk would give it
-            if selection.excluded(walked):
-                continue
-            if out_st is not None and not _own(target):  # a log the scan reads
+            if selection.excluded(walked) or out_st is None or _own(target):
+                continue  # written, and left out of this scan; a later scan knows it as ddtriage's own
+            if not written:
                 return f"it is the input {walked} (in the scanned folder {path}); {overwrite}"
-            if written:
-                return (f"it lies inside the scanned folder {path}; write it elsewhere, or leave it out "
-                        f"with --exclude {os.path.basename(target)}")
+            return (f"it is the input {walked} (in the scanned folder {path}), not a ddtriage report or "
+                    f"baseline: {overwrite}; write the {what} under another name or elsewhere, or move that "
+                    f"file away first")
         elif real == target:
-            return f"it is the input {path}; {overwrite}"
+            return f"it is the input {path}; {overwrite}{elsewhere}"
     return None
 
 

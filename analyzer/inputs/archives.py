@@ -10,26 +10,32 @@ from __future__ import annotations
 
 import calendar
 import io
+import itertools
 import os
+import re
 import stat
 import struct
 import tarfile
 import tempfile
+import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, ClassVar, Protocol
 
 from .codecs import Codec, Decompressed
 from .names import clean_member, printable
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
 SPOOL_IN_MEMORY = 1 << 20  # a zip read from a stream is spooled (zip needs random access); past this, on disk
-MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile
+MAX_HEADER_BYTES = 1 << 20  # a GNU long name or a pax header bigger than this is hostile: refused
+MAX_HEADER_SKIP = 1 << 30  # ... and stepped over by its declared size up to this; past it, scanned over
 MAX_ZIP_MEMBERS = 100_000  # zipfile holds every directory entry in memory (~1 KiB each)
 MAX_ZIP_DIRECTORY = 8 << 20  # ... and so, bytes of directory (an entry is at least 46 of them)
+LOCAL_WALK_SECONDS = 120.0  # the local headers of a zip whose directory was refused: read for so long at most
 _DEFLATE = Codec(lambda: zlib.decompressobj(-15), concatenated=False)  # one zip member, nothing after it
 _TAR_ERRORS = READ_ERRORS + (tarfile.TarError,)
+_CONTROL = re.compile(rb"[\x00-\x1f]")  # not in a member name: a "PK" that starts no header
 
 
 class Unpacking(Protocol):
@@ -74,7 +80,9 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
     try:
         # Stream mode: one forward pass, members in order. ignore_zeros lets it step over a
         # corrupt header to the next good one; the gap is reported below.
-        checked = type("CheckedTarInfo", (_CheckedTarInfo,), {"max_size": unpacker.limits.max_bytes})
+        refused: list[tuple[int, int, str]] = []  # headers refused by _CheckedTarInfo: (offset, end, why)
+        checked = type("CheckedTarInfo", (_CheckedTarInfo,), {"max_size": unpacker.limits.max_bytes,
+                                                              "refused": refused})
         archive = tarfile.open(fileobj=stream, mode="r|", ignore_zeros=True,  # noqa: SIM115 - closed below
                                tarinfo=checked, bufsize=1 << 20)
     except (tarfile.TarError, OSError, EOFError, zlib.error, LimitExceeded) as exc:
@@ -89,6 +97,10 @@ def _tar_members(unpacker: Unpacking, name: str, stream: _SoftEnd, budget: Budge
                 if not budget.broken and stream.error is None:  # not already reported
                     unpacker.skip(name, f"archive is truncated or corrupt after offset {expected}: {why(exc)}")
                 return
+            for offset, end, reason in refused:  # a hostile header before this member
+                unpacker.skip(f"{name}!@{offset}", reason)
+                expected = max(expected, end)
+            refused.clear()
             if member is None:
                 return
             shown = printable(clean_member(member.name))
@@ -131,8 +143,12 @@ def walk_zip(unpacker: Unpacking, name: str, stream: SafeStream, budget: Budget,
     try:
         members, directory = _zip_directory(source)
         if members > MAX_ZIP_MEMBERS or directory > MAX_ZIP_DIRECTORY:
+            # Too big to index in memory; the local headers are read one at a time, as for a zip
+            # cut short, within the byte guard and a time guard.
             unpacker.skip(name, f"zip of {members} members, directory of {directory} bytes: more than "
-                                f"{MAX_ZIP_MEMBERS} members or {MAX_ZIP_DIRECTORY} bytes (a zip bomb?)")
+                                f"{MAX_ZIP_MEMBERS} members or {MAX_ZIP_DIRECTORY} bytes (a zip bomb?), so its "
+                                "directory refused; members read from their local headers, in file order")
+            yield from _zip_local(unpacker, name, source, budget, depth, time.monotonic() + LOCAL_WALK_SECONDS)
             return
         try:
             archive = zipfile.ZipFile(source)
@@ -156,8 +172,10 @@ def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budge
         if info.header_offset < data_end:  # entries sharing one member's data: a zip bomb's trick
             unpacker.skip(child, "zip member overlaps the one before it (a zip bomb?)")
             continue
-        data_end = info.header_offset + 30 + len(info.orig_filename.encode("utf-8", "surrogateescape")) \
-            + info.compress_size
+        # The name as stored: zipfile decoded it as UTF-8 when flagged, else as CP437 (one byte a character).
+        raw_name = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "surrogateescape")
+        data_end = info.header_offset + 30 + len(raw_name) + info.compress_size
+        _note_cp437(unpacker, child, raw_name, info.flag_bits)
         if info.is_dir():
             continue
         if unpacker.left_out(child):
@@ -187,24 +205,34 @@ def _zip_members(unpacker: Unpacking, name: str, archive: zipfile.ZipFile, budge
             yield from unpacker.member(child, checked, budget, depth, piece=4096, mtime=_zip_mtime(info))
 
 
-def _zip_local(unpacker: Unpacking, name: str, source: BinaryIO, budget: Budget, depth: int) -> Iterator[Leaf]:
-    """Members of a zip without its central directory, in file order, from the local file
-    headers: stored and deflated members; the first one that cannot be delimited ends it."""
+def _zip_local(unpacker: Unpacking, name: str, source: BinaryIO, budget: Budget, depth: int,
+               deadline: float | None = None) -> Iterator[Leaf]:
+    """Members of a zip without its central directory (or with one too big to index), in file
+    order, from the local file headers: stored and deflated members; the first one that cannot be
+    delimited ends it, and so does the `deadline` (time.monotonic()) when one is given."""
     source.seek(0)
-    while True:
+    for count in itertools.count():
+        if deadline is not None and count % 1024 == 1023 and time.monotonic() > deadline:
+            unpacker.skip(name, f"local-header walk stopped by its time guard ({LOCAL_WALK_SECONDS:g} s) after "
+                                f"{count} entries, at offset {source.tell()}; the members after it are not read")
+            return
         header = source.read(30)
         if len(header) < 30 or header[:4] != b"PK\x03\x04":
             return
         flags, method = struct.unpack("<HH", header[6:10])
         (csize,) = struct.unpack("<I", header[18:22])
         nlen, xlen = struct.unpack("<HH", header[26:30])
-        raw_name = source.read(nlen)
-        source.read(xlen)
-        if len(raw_name) < nlen or any(b < 32 for b in raw_name) or flags & ~0x0FFF:
+        names = source.read(nlen + xlen)
+        raw_name = names[:nlen]
+        if len(names) < nlen + xlen or _CONTROL.search(raw_name) or flags & ~0x0FFF:
             return  # not a member header after all: garbage after a "PK" signature
+        sized = not flags & 0x8  # else the sizes come after the data
+        if sized and raw_name.endswith(b"/") and not flags & 0x1:
+            source.seek(csize, io.SEEK_CUR)  # a folder (half a million of them in a hostile zip): cheaply
+            continue
         member = raw_name.decode("utf-8" if flags & 0x800 else "cp437", "replace")
         child = f"{name}!{printable(clean_member(member))}"
-        sized = not flags & 0x8  # else the sizes come after the data
+        _note_cp437(unpacker, child, raw_name, flags)
         if flags & 0x1 or method not in (0, 8) or (method == 0 and not sized):
             reason = "encrypted zip member" if flags & 0x1 else f"zip member with compression method {method}"
             unpacker.skip(child, reason)
@@ -232,6 +260,20 @@ def _zip_local(unpacker: Unpacking, name: str, source: BinaryIO, budget: Budget,
             tail = source.read(16)
             skip = 16 if tail[:4] == b"PK\x07\x08" else 12
             source.seek(skip - len(tail), io.SEEK_CUR)
+
+
+def _note_cp437(unpacker: Unpacking, child: str, raw_name: bytes, flags: int) -> None:
+    """A member name that is not ASCII and has no UTF-8 flag is read as CP437 (the zip default, as
+    zipfile and unzip do); its bytes stay visible in a note (a GBK or Shift-JIS name reads as noise)."""
+    if flags & 0x800 or raw_name.isascii():
+        return
+    shown = "".join(chr(b) if b < 0x80 else f"\\x{b:02x}" for b in raw_name)
+    try:
+        also = f"; as UTF-8 it would read {printable(raw_name.decode('utf-8'))}"
+    except UnicodeDecodeError:
+        also = " (not UTF-8 either)"
+    unpacker.note(child, f"member name has no UTF-8 flag: read as CP437, the zip default{also}; its bytes: "
+                         f"{printable(shown)}")
 
 
 def _zip_mtime(info: zipfile.ZipInfo) -> float | None:
@@ -262,21 +304,44 @@ def _zip_directory(source: BinaryIO) -> tuple[int, int]:
     return int(record[zipfile._ECD_ENTRIES_TOTAL]), int(record[zipfile._ECD_SIZE])  # type: ignore[attr-defined]
 
 
+_LONG_NAMES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+_EXTENDED = (*_LONG_NAMES, tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
+
+
 class _CheckedTarInfo(tarfile.TarInfo):
     """Tar headers with their sizes checked: a negative or huge declared size is a corrupt header
-    (stepped over like one), a long name or pax header over MAX_HEADER_BYTES ends the archive
-    (tarfile would read it whole into memory)."""
+    (stepped over like one). A long name or pax header over MAX_HEADER_BYTES (tarfile would read it
+    whole into memory) is refused and the walk goes on: past its data by its declared size when that
+    is sane (at most MAX_HEADER_SKIP and the input's byte limit), else block by block to the next
+    valid header. The member it describes is then read under the name in its own header."""
 
     max_size = 50 << 30
+    refused: ClassVar[list[tuple[int, int, str]]] = []  # set per archive by `_tar_members`
 
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
         if self.size < 0 or self.size > self.max_size:
             raise tarfile.InvalidHeaderError(  # type: ignore[attr-defined]  # not in the stubs
                 f"declared size {self.size} is impossible")
-        if self.type in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
-                         tarfile.SOLARIS_XHDTYPE) and self.size > MAX_HEADER_BYTES:
-            raise tarfile.ReadError(f"a {self.size}-byte long-name or pax header (over {MAX_HEADER_BYTES})")
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            return self._step_over(tarfile_)
         return super()._proc_member(tarfile_)  # type: ignore[misc]
+
+    def _step_over(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        what = "GNU long name" if self.type in _LONG_NAMES else "pax header"
+        refusal = f"a {self.size}-byte {what} (over {MAX_HEADER_BYTES} bytes) refused"
+        assert tarfile_.fileobj is not None
+        if self.size > min(MAX_HEADER_SKIP, self.max_size):
+            self.refused.append((self.offset, self.offset + tarfile.BLOCKSIZE,
+                                 f"{refusal}; its declared size is not sane, so the walk looked for the next "
+                                 "valid header block"))
+            tarfile_.offset = self.offset  # tarfile steps one block on and tries again from there
+            raise tarfile.InvalidHeaderError(refusal)  # type: ignore[attr-defined]
+        end = self.offset + tarfile.BLOCKSIZE + self._block(self.size)  # type: ignore[attr-defined]
+        self.refused.append((self.offset, end, f"{refusal}; stepped over by its declared size, the member "
+                                               "after it is read under the name in its own header"))
+        tarfile_.fileobj.seek(end)  # forward: a stream reads and drops the data, piece by piece
+        tarfile_.offset = end
+        return self.fromtarfile(tarfile_)
 
 
 class _CrcCheck(io.RawIOBase):

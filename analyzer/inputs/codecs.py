@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from .streams import PIECE, Reader
 # `unconsumed_tail`, `needs_input`, `flush()`. Typed loosely: zstandard and ISA-L ship no stubs.
 Decompressor = Any
 WIDE_FEED = 1 << 20  # compressed bytes per call when read ahead in a thread (`widen`)
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a UTF-16 code unit without its partner, once decoded
 
 
 @dataclass(frozen=True)
@@ -132,20 +134,26 @@ class Decompressed(io.RawIOBase):
 class Utf16ToUtf8(io.RawIOBase):
     """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line by line.
     A log that goes on in UTF-8 after a UTF-16 part (a tool appended to it) keeps both: at the first
-    line that does not look like UTF-16 (`looks_utf16`), the rest is passed through as bytes."""
+    line that does not look like UTF-16 (`looks_utf16`), the rest is passed through as bytes.
+    A bad code unit (a lone surrogate: a string cut mid-pair) costs that unit alone: it reads as
+    U+FFFD, and `bad(count)` is called once at the end when there was any."""
 
     LOOK = 256  # bytes of a line looked at to tell
 
-    def __init__(self, raw: Reader, encoding: str) -> None:
+    def __init__(self, raw: Reader, encoding: str, bad: Callable[[int], None] | None = None) -> None:
         self.raw = raw
         self.little = encoding.endswith("le")
         self._looks = looks_utf16
         self._newline = b"\n\x00" if self.little else b"\x00\n"
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        # surrogatepass: a lone surrogate decodes as itself, to be counted and replaced (`_clean`)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
+        self._bad = bad
+        self.bad_units = 0
         self._buf = b""
         self._eof = False
         self._plain = False  # past the UTF-16 part: bytes as they are
         self._first = True
+        self._done = False
 
     def readable(self) -> bool:
         return True
@@ -157,19 +165,43 @@ class Utf16ToUtf8(io.RawIOBase):
                 if self._buf:
                     out, self._buf = self._buf, b""
                     return out
-                return self.raw.read(want) or b""
+                data: bytes = self.raw.read(want) or b""
+                if not data:
+                    self._finish()
+                return data
             text = self._convert()
             if self._first and text:
                 text, self._first = text.lstrip("\ufeff"), False
             if text:
-                return text.encode("utf-8", "surrogatepass")
+                return text.encode("utf-8")
             if self._plain:
                 continue
             if self._eof:
-                return self._decoder.decode(b"", final=True).encode("utf-8", "surrogatepass")
+                try:
+                    text = self._clean(self._decoder.decode(b"", final=True))
+                except UnicodeDecodeError:  # an odd byte at the very end
+                    self.bad_units += 1
+                    text = "\ufffd"
+                self._decoder.reset()
+                self._finish()
+                return text.encode("utf-8")
             data = self.raw.read(max(want, PIECE)) or b""
             self._eof = not data
             self._buf += data
+
+    def _clean(self, text: str) -> str:
+        """Lone surrogates (decoded as themselves) counted and shown as U+FFFD."""
+        if LONE_SURROGATE.search(text) is None:
+            return text
+        text, n = LONE_SURROGATE.subn("\ufffd", text)
+        self.bad_units += n
+        return text
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            if self.bad_units and self._bad is not None:
+                self._bad(self.bad_units)
 
     def _convert(self) -> str:
         """Decode the whole UTF-16 lines at the front of the buffer; stop at a line that is not."""
@@ -192,7 +224,7 @@ class Utf16ToUtf8(io.RawIOBase):
             out.append(self._decoder.decode(buf[start:end]))
             start = end
         self._buf = buf[start:]
-        return "".join(out)
+        return self._clean("".join(out))
 
     def _line_end(self, buf: bytes, start: int) -> int:
         """Offset just past the next UTF-16 newline (at an even distance from `start`), or -1."""
@@ -205,15 +237,16 @@ class Utf16ToUtf8(io.RawIOBase):
 def looks_utf16(data: bytes, little: bool) -> bool:
     """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
     least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
-    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all."""
+    newlines). A plain log that merely starts with `FF FE` has no zero bytes at all. A lone surrogate
+    (at most one code unit in 16) is a damaged unit, not binary data."""
     data = data[: len(data) // 2 * 2]
     if len(data) < 4:
         return False
     high = data[1::2] if little else data[0::2]
     if high.count(0) * 4 < len(high):
         return False
-    try:
-        data.decode("utf-16-le" if little else "utf-16-be")
-    except UnicodeDecodeError as exc:
-        return exc.start >= len(data) - 2  # only a surrogate pair cut by the end of the sample
-    return True
+    try:  # a lone surrogate (a string cut mid-pair) decodes as itself here: a few do not make it binary
+        text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    return len(LONE_SURROGATE.findall(text)) * 16 <= len(text)

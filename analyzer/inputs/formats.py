@@ -5,6 +5,10 @@ bzip2; xz; zstd), archives (tar in any compression, zip) and text encodings. A f
 recognised by its first bytes, not by its name; the name only breaks one tie (an empty tar).
 Sniffing, suffix stripping (selection globs, node names in `layout`) and the unpacker all read
 this table, in its order: to add a compression, add its `Codec` and one row here.
+
+Imports point one way: `formats` (the table) -> `archives` (walkers) -> `codecs` -> `streams`.
+Neither `codecs` nor `archives` imports this module: what both the table and a codec need
+(`looks_utf16`, which tells UTF-16 from a plain log) lives in `codecs`.
 """
 
 from __future__ import annotations

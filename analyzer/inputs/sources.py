@@ -9,6 +9,7 @@ archives) is `unpack`'s business. Also here: the year a year-less timestamp belo
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -24,6 +25,7 @@ from .formats import strip_archive_suffix, strip_compression_suffix
 from .layout import is_layout_folder
 from .names import printable
 from .selection import Selection
+from .streams import LimitExceeded
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _DATE_IN_NAME = re.compile(r"(?<!\d)(20\d\d)(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])")
@@ -39,6 +41,7 @@ class Source:
     mtime: float | None = None
     bundle: str | None = None  # the top-level input it belongs to (see `_walk`)
     url: str | None = None  # `s3://…`, `file://…`, `memory://…`: opened through fsspec
+    pseudo: bool = False  # a file of /proc, /sys or /dev named on the command line: read up to MAX_PSEUDO_BYTES
 
     @property
     def is_stdin(self) -> bool:
@@ -52,7 +55,35 @@ class Source:
             return cast(BinaryIO, fsspec.open(self.url, "rb").open())
         if self.path is None:
             return sys.stdin.buffer
+        if self.pseudo:
+            return cast(BinaryIO, _Bounded(open(self.path, "rb"), MAX_PSEUDO_BYTES))  # noqa: SIM115 - closed by its reader
         return open(self.path, "rb")
+
+
+class _Bounded(io.RawIOBase):
+    """A pseudo file (`/proc/self/pagemap` never ends; sizes there are 0) read up to `limit` bytes;
+    past it the read fails, so the file is listed as cut short (what came before is scanned)."""
+
+    def __init__(self, inner: BinaryIO, limit: int) -> None:
+        self.inner, self.left, self.limit = inner, limit, limit
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.left <= 0:
+            if self.inner.read(1):
+                raise LimitExceeded(f"a file of a pseudo file system (/proc, /sys, /dev): read no more than "
+                                    f"its first {self.limit} bytes")
+            return b""
+        want = self.left if size is None or size < 0 else min(size, self.left)
+        data = self.inner.read(want)
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self.inner.close()
+        super().close()
 
 
 @dataclass(frozen=True)
@@ -119,8 +150,17 @@ def default_paths() -> list[str]:
                      "pass log files, folders, archives or - for stdin")
 
 
-# Pseudo file systems: their files lie about their size, never end, or block (/proc/kmsg).
+# Pseudo file systems: their files lie about their size, never end, or block (/proc/kmsg), and
+# /proc/PID/task/TID/ holds the process again. A folder there is not walked (its files would be
+# skipped as inside any folder); a file there named on the command line is read, bounded.
 _PSEUDO = ("/proc", "/sys", "/dev")
+MAX_PSEUDO_BYTES = 16 << 20
+
+
+def _pseudo(path: str, real: str | None = None) -> bool:
+    """Whether `path` (resolved: `real`) lies in /proc, /sys or /dev; /dev/shm holds real files."""
+    real = real or os.path.realpath(path)
+    return any(_inside(real, p) for p in _PSEUDO) and not _inside(real, "/dev/shm")
 
 
 def iter_sources(paths: list[str], skipped: list[Skipped], selection: Selection | None = None,
@@ -177,11 +217,15 @@ def _sources(paths: list[str], skipped: list[Skipped], selection: Selection, exc
         except ValueError as exc:  # a NUL in the name
             skipped.append(Skipped(printable(raw), str(exc)))
             continue
-        if stat.S_ISDIR(st.st_mode):
+        if stat.S_ISDIR(st.st_mode) and _pseudo(raw):
+            skipped.append(Skipped(printable(raw), "a folder of a pseudo file system (/proc, /sys, /dev): not "
+                                                   "walked, as inside any folder; name one of its files to read it"))
+        elif stat.S_ISDIR(st.st_mode):
             yield from _walk(raw, skipped, selection, excluded, follow)
         elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode):  # a FIFO named on purpose: <(zcat x)
-            yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) else None, st.st_mtime,
-                         printable(raw))
+            pseudo = stat.S_ISREG(st.st_mode) and _pseudo(raw)
+            yield Source(printable(raw), raw, st.st_size if stat.S_ISREG(st.st_mode) and not pseudo else None,
+                         st.st_mtime, printable(raw), pseudo=pseudo)
         else:
             skipped.append(Skipped(printable(raw), "not a regular file"))
 
@@ -204,7 +248,6 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
           follow: bool) -> Iterator[Source]:
     """Files under `root`, sorted, depth first; iterative, so no depth is too deep."""
     top = os.path.realpath(root)
-    pseudo_top = any(_inside(top, p) for p in _PSEUDO)  # scanning /proc on purpose is allowed
     seen: set[tuple[int, int]] = set()
     stack: list[tuple[Iterator[os.DirEntry[str]], str | None]] = []  # (entries left, their bundle)
 
@@ -248,7 +291,7 @@ def _walk(root: str, skipped: list[Skipped], selection: Selection, excluded: lis
             reason = "broken symlink" if entry.is_symlink() else (exc.strerror or str(exc))
             skipped.append(Skipped(printable(path), reason))
             continue
-        if not pseudo_top and any(_inside(real or os.path.abspath(path), p) for p in _PSEUDO):
+        if _pseudo(path, real or os.path.abspath(path)):
             skipped.append(Skipped(printable(path), "file of a pseudo file system (/proc, /sys, /dev)"))
             continue
         here = bundle or _bundle_of(root, entry.name, stat.S_ISDIR(est.st_mode))

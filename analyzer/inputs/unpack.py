@@ -2,7 +2,8 @@
 
 Stage: inputs (unpacking). Each layer is sniffed and handled by its row of `formats`' table:
 a compression is decompressed (streamed: nothing goes to disk or wholly into memory) and looked
-at again; an archive is walked member by member, nested to `MAX_DEPTH`; text in UTF-16 is
+at again; an archive is walked member by member, nested to `MAX_DEPTH` archives (compressions do not
+count: `MAX_LAYERS` bounds them); text in UTF-16 is
 re-encoded. What --include/--exclude leave out is counted, what cannot be read is listed.
 """
 
@@ -20,7 +21,8 @@ from .readahead import ReadAhead
 from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
 
-MAX_DEPTH = 8
+MAX_DEPTH = 8  # archives nested inside an input: one inside 8 others (level 9) is not walked
+MAX_LAYERS = 3 * (MAX_DEPTH + 1)  # layers of any kind (a compression on each side of an archive, per level)
 READ_AHEAD = True  # inflate a compressed file in a background thread (tests turn it off to compare)
 
 
@@ -37,6 +39,7 @@ class Unpacker:
         self.notes = notes
         self.excluded = 0  # streams left out by --include/--exclude
         self._mtimes: list[float | None] = []
+        self._archives = 0  # archives being walked around the current layer (its nesting level)
 
     def leaves(self, name: str, raw: Reader, path: str | None = None,
                mtime: float | None = None) -> Iterator[Leaf]:
@@ -88,8 +91,8 @@ class Unpacker:
 
     # -- one layer ----------------------------------------------------------------------------------
     def _expand(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
-        if depth > MAX_DEPTH:
-            self.skip(name, f"archives nested deeper than {MAX_DEPTH} levels")
+        if depth > MAX_LAYERS:  # compressions of compressions (a gzip quine never ends)
+            self.skip(name, f"more than {MAX_LAYERS} layers of compression and archives: not read")
             return
         try:
             head = stream.peek(HEAD)
@@ -116,10 +119,22 @@ class Unpacker:
             yield from self._expand(name, SafeStream(layer, budget, lambda: inner.consumed), budget, depth + 1, None)
             return
         if fmt.walk is not None:
-            yield from fmt.walk(self, name, stream, budget, depth, path)
+            if self._archives > MAX_DEPTH:
+                self.skip(name, f"{fmt.name} archive at nesting level {self._archives} (inside {self._archives} "
+                                f"archives), deeper than {MAX_DEPTH} levels: not read; unpack it first")
+                return
+            self._archives += 1
+            try:
+                yield from fmt.walk(self, name, stream, budget, depth, path)
+            finally:
+                self._archives -= 1
             return
         if fmt.encoding is not None:
-            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding), budget)
+            def bad(units: int, name: str = name, encoding: str = fmt.encoding) -> None:
+                self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} without a "
+                                "partner (a lone surrogate) read as U+FFFD; the rest of the file was read")
+
+            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, bad), budget)
         if self.selection.hidden_member(name):
             return
         if self.selection.wanted(name):

@@ -125,8 +125,16 @@ class _StepSummary:
 
     @classmethod
     def _cell(cls, value: object) -> str:
-        text = "" if value is None else str(value)
-        text = text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("`", "'")
+        """Untrusted names and text in a cell or list item: no HTML, link, image, row or line (safe.markdown)."""
+        return cls._clip(safe.markdown("" if value is None else str(value).replace("\n", " ")))
+
+    @classmethod
+    def _code(cls, value: object) -> str:
+        """The same inside a `code span`: it cannot close the span or the cell (safe.markdown_code)."""
+        return cls._clip(safe.markdown_code("" if value is None else str(value).replace("\n", " ")))
+
+    @classmethod
+    def _clip(cls, text: str) -> str:
         return text if len(text) <= cls.MAX_CELL else text[:cls.MAX_CELL - 1] + "…"
 
     @classmethod
@@ -154,7 +162,7 @@ class _StepSummary:
             lead = b.lead
             diag.append(f"| {n} | {c(describe_code(lead.code, lead.name))} | "
                         f"{c(describe_api(lead.api, lead.api_evidence))} | **{lead.action}** | "
-                        f"`{c(b.source)}:{lead.line}` | {recoverable_word(lead.recoverable)} |")
+                        f"`{self._code(b.source)}:{lead.line}` | {recoverable_word(lead.recoverable)} |")
         if len(s.bursts) > self.MAX_ROWS:
             diag.append(f"\n{len(s.bursts) - self.MAX_ROWS} more bursts: see the JSON report.")
         sections.append(diag + [""])
@@ -167,7 +175,7 @@ class _StepSummary:
             codes.append(f"\n{len(s.codes) - self.MAX_ROWS} more rows: see the JSON report.")
         sections.append(codes + [""])
         found = groups(analysis)
-        rows = [f"| `{c(g.first.source)}:{g.first.line}` | {g.count} | {c(headline(g.first))} | "
+        rows = [f"| `{self._code(g.first.source)}:{g.first.line}` | {g.count} | {c(headline(g.first))} | "
                 f"{c(g.first.remedy)} |" for g in found]
         sections.append(self._folded(f"{plural(len(found), 'place')} with findings",
                                      "| where | times | finding | remedy |\n|---|---:|---|---|", rows))

@@ -22,7 +22,9 @@ _NOT_PRINTABLE = re.compile(r"[^\t -~]")  # fast test: anything outside printabl
 # In JSON (already escaped for C0 by the encoder): what a terminal could still act on, or what
 # cannot be encoded as UTF-8 (lone surrogates from names that are not UTF-8).
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_LINK = re.compile(r"\](?=[(\[])")
+# A Markdown cell: backslashes and pipes escaped, brackets escaped (no link, image or reference),
+# `<` as an entity (no HTML, comment or autolink), backticks as quotes (no code span).
+_MARKDOWN = str.maketrans({"\\": "\\\\", "|": "\\|", "`": "'", "<": "&lt;", "[": "\\[", "]": "\\]"})
 
 
 def _escape_char(ch: str) -> str:
@@ -43,15 +45,16 @@ def terminal(text: object) -> str:
 
 
 def markdown(text: object) -> str:
-    """`text` for a Markdown table cell or list item: no line break, pipe, HTML tag, link or code
-    span can come out of it."""
-    value = terminal(text).replace("\\", "\\\\")
-    value = value.replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
-    return _LINK.sub(r"\\]", value)  # `[x](url)`, `![x](url)`, `[x][ref]` lose their link
+    """`text` for a Markdown table cell or list item: no line break, pipe, HTML tag or comment,
+    autolink, link, image, link reference definition or code span can come out of it. Every
+    bracket is escaped, not only a `](`: brackets from two names, or a name and the writer's own
+    text, could pair up; every `<` is an entity, so no `<!--`, `<http://…>` or tag opens."""
+    return terminal(text).translate(_MARKDOWN)
 
 
 def markdown_code(text: object) -> str:
-    """`text` inside a Markdown code span (in a table): it cannot close the span or the cell."""
+    """`text` inside a Markdown code span (in a table): it cannot close the span or the cell (a
+    code span shows everything else as it is: no link, HTML or autolink is read inside it)."""
     return terminal(text).replace("`", "'").replace("|", "\\|")
 
 
