@@ -34,7 +34,7 @@ lint: install
 
 # Regenerate the golden reports of sample_logs/ (never edit them by hand).
 golden: install
-	$(BIN)/python -m pytest -q tests/test_golden.py --update-golden
+	$(BIN)/python -m pytest -q tests/writers/test_writers.py -k golden --update-golden
 
 # Full benchmark with the targets of issue #8 (~8 min, ~5 once cached; 6.4 GB in bench/.cache/); not in CI.
 # rg (Debian's ripgrep) is installed when missing; without it the bench skips the rg column and says so.

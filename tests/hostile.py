@@ -1,4 +1,4 @@
-"""Shared pieces of the hostile-input tests (tests/test_hostile_*.py): running the real command
+"""Shared pieces of the hostile-input tests (tests/inputs, tests/cli, tests/writers): running the real command
 in a subprocess, and a finding line to plant in hostile inputs. Every hostile fixture is built
 inside the tests, small or sparse: a bomb is a highly compressible stream stopped by the guards."""
 

@@ -8,7 +8,7 @@ one case.
 - The options that change only how a report looks or how the work is spread: the findings,
   incidents and related errors equal those of the plain scan.
 
-`--dask` is left out of the arrays (each case would start a cluster); tests/run/test_dask.py holds
+`--dask` is left out of the arrays (each case would start a cluster); tests/run/test_dask_cluster.py holds
 Dask to the local pool. The first cases are the two defects the issue found: `--tz` with
 `--since` (an aware bound met a naive stamp), and an empty `--suppressions` that dropped every
 incident.

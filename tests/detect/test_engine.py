@@ -1,0 +1,169 @@
+"""The scan's fast paths give what the straightforward path gives, report for report.
+
+The prefilter's second tier sends lines that hold link-fact literals only down a cheap path (no
+code search, no neighbour families, no finding context). Here every corpus with hand-written
+answer keys, the sample logs and a generated connector log full of fact lines are scanned both
+ways; the JSON reports (findings, link facts, related errors, incidents) must be identical.
+
+The demo bundle against its own answer key (tests/data/sample_logs.md, written with the logs):
+every planted finding with its API, nothing on the negative lines, nothing unplanned (folded from test_sample_logs.py).
+
+Logs nobody on the tool side wrote (tests/data/unseen, partly real public excerpts): every
+expected finding with its API (and context-dependent action), and nothing else (folded from test_unseen.py).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+import yaml
+from analyzer import analyze
+from analyzer.detect.engine import Engine
+from analyzer.run import api
+from analyzer.writers import render_report
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = ["sample_logs", "tests/data/envelopes", "tests/data/fleets", "tests/data/unseen", "tests/data/baseline"]
+
+
+def _report(paths: list[str], fact_tier: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    def factory(self: api.Options, rules):  # noqa: ANN001 - the Options method's own signature
+        return partial(Engine, rules, limits=self.limits, selection=self.selection, year=self.year, tz=self.tz,
+                       prefilter_engine=self.prefilter, node=self.node, fact_tier=fact_tier)
+
+    monkeypatch.setattr(api.Options, "engine_factory", factory)
+    return render_report("json", api.analyze(paths, jobs=1))
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+def test_fact_tier_changes_nothing_on_the_corpora(corpus: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = ROOT / corpus
+    if not path.exists():
+        pytest.skip(f"{corpus} not in this checkout")
+    fast = _report([str(path)], True, monkeypatch)
+    assert fast == _report([str(path)], False, monkeypatch)
+    assert '"findings"' in fast
+
+
+def test_fact_tier_changes_nothing_on_a_connector_log_full_of_facts(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_plog
+
+    log = tmp_path / "dense.log"
+    gen_plog.generate(str(log), 1 << 20, "dense")
+    fast = _report([str(log)], True, monkeypatch)
+    assert fast == _report([str(log)], False, monkeypatch)
+    assert '"remote_clusters": [' in fast and '"listen": [' in fast  # the fact lines were read
+
+
+def test_screened_link_facts_equal_the_patterns_alone_on_every_line(tmp_path: Path) -> None:
+    """The hyperscan screen only skips patterns that cannot match: on every line of the corpora,
+    of the sample logs, of the link-fact examples and of a generated connector log, `find` gives
+    what the patterns alone give."""
+    from analyzer.knowledge.rules import RuleSet
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import gen_plog
+
+    matcher = RuleSet.load().linkfacts
+    log = tmp_path / "dense.log"
+    gen_plog.generate(str(log), 1 << 20, "dense")
+    lines = [line for kind in matcher.kinds for line, _ in kind.match] + [
+        line for kind in matcher.kinds for line in kind.no_match]
+    files = [log] + [p for corpus in CORPORA for p in sorted((ROOT / corpus).rglob("*")) if p.is_file()]
+    for path in files:
+        lines += path.read_bytes().decode("utf-8", "replace").splitlines()
+    with_facts = 0
+    for line in lines:
+        expected = matcher.find_plainly(line)
+        assert matcher.find(line) == expected, line
+        with_facts += bool(expected)
+    assert with_facts > 1000  # the lines did hold facts
+
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = (ROOT / "tests" / "data" / "sample_logs.md").read_text()
+ALIASES = dict(re.findall(r"^\| (\S+) \| `([^`]+)` \|", KEY, re.M))
+PLANTED = [(ALIASES[a], int(n), api.strip().split(" ")[0])
+           for a, n, api in re.findall(r"^\| ([A-Za-z-]+):(\d+) \| [^|]+ \| ([^|]+) \|", KEY, re.M)
+           if a in ALIASES and "|" not in api]
+NEGATIVES = [(ALIASES[a], int(n)) for cell in re.findall(r"^\| ((?:[A-Za-z-]+:\d+(?:–\d+)?(?:, )?)+) \| [^|]+\|$", KEY, re.M)
+             for a, n in re.findall(r"([A-Za-z-]+):(\d+)", cell) if a in ALIASES]
+# Where domain.md §4 puts two APIs in one row, the key accepts either member.
+ROW_MATES = {"PullKvCache": "PullKvBlocks", "PushKvCache": "PushKvBlocks", "CopyKvCache": "CopyKvBlocks",
+             "Initialize": "Finalize", "AllocateCache": "DeallocateCache"}
+ROW_MATES.update({v: k for k, v in ROW_MATES.items()})
+
+
+@pytest.fixture(scope="module")
+def sample_found(rules):
+    result = analyze([str(ROOT / "sample_logs")], rules=rules)
+    by_line = {}
+    for f in result.findings:
+        rel = str(Path(f.source).relative_to(ROOT / "sample_logs"))
+        by_line.setdefault((rel, f.line), []).append(f)
+    return by_line
+
+
+def test_key_was_parsed():
+    assert len(PLANTED) >= 60 and len(NEGATIVES) >= 20
+
+
+@pytest.mark.parametrize("path,line,api", PLANTED, ids=[f"{Path(p).name}:{n}" for p, n, _ in PLANTED])
+def test_planted_finding(sample_found, path, line, api):
+    findings = sample_found.get((path, line))
+    assert findings, "missed"
+    expected = None if api == "none" else api
+    assert any(f.api in (expected, ROW_MATES.get(expected)) for f in findings), [(f.name, f.api) for f in findings]
+
+
+@pytest.mark.parametrize("path,line", NEGATIVES, ids=[f"{Path(p).name}:{n}" for p, n in NEGATIVES])
+def test_negative_line(sample_found, path, line):
+    assert (path, line) not in sample_found
+
+
+def test_nothing_unplanned(sample_found):
+    planted = {(p, n) for p, n, _ in PLANTED}
+    assert sorted(k for k in sample_found if k not in planted) == []
+
+
+def test_every_code_appears(sample_found):
+    names = {f.name for fs in sample_found.values() for f in fs}
+    assert len(names - {None}) == 29 and None in names  # 28 + LLM_FAILED, and unknown codes
+
+
+DATA = Path(__file__).parents[1] / "data" / "unseen"
+EXPECTED = yaml.safe_load((DATA / "expected.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def unseen_found(rules):
+    logs = sorted(str(p) for p in DATA.glob("*.log"))
+    result = analyze(logs, rules=rules)
+    assert not result.inputs.skipped
+    return {(Path(f.source).name, f.line, f.code): f for f in result.findings}
+
+
+@pytest.mark.parametrize("expected", EXPECTED["findings"], ids=lambda e: f"{e['file']}:{e['line']}:{e['code']}")
+def test_expected_finding(unseen_found, expected):
+    f = unseen_found.get((expected["file"], expected["line"], expected["code"]))
+    assert f is not None, "missed"
+    assert f.api == expected.get("api")
+    if "action" in expected:
+        assert f.action == expected["action"]
+
+
+def test_no_false_findings(unseen_found):
+    expected = {(e["file"], e["line"], e["code"]) for e in EXPECTED["findings"]}
+    extra = {k: v.text for k, v in unseen_found.items() if k not in expected}
+    assert extra == {}
+
+
+@pytest.mark.parametrize("negative", EXPECTED["negatives"], ids=lambda n: f"{n['file']}:{n['line']}")
+def test_negative_lines(unseen_found, negative):
+    assert not [k for k in unseen_found if k[0] == negative["file"] and k[1] == negative["line"]]

@@ -1,0 +1,195 @@
+"""Incidents across nodes, through the real CLI: the fleet corpus and its hand-written keys
+(tests/data/fleets/), sample_logs/, and fleets generated here for the rules one by one.
+
+The pulls that fail after a link failed belong to the link's incident (review D23) (folded from test_incident_storm_follows.py, issue #10 (a storm that follows an incident)).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from analyzer import analyze
+from analyzer.cli import cli
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+FLEETS = ROOT / "tests" / "data" / "fleets"
+NOT_LOGS = ["--exclude", "expected.yaml", "--exclude", "README.md"]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def scan_json(path: Path | str, *extra: str) -> dict:
+    code, out, _ = run("scan", str(path), "--format", "json", "--quiet", "--jobs", "1", *NOT_LOGS, *extra)
+    assert code in (0, 1)
+    return json.loads(out)
+
+
+def key(name: str) -> dict:
+    return yaml.safe_load((FLEETS / name / "expected.yaml").read_text(encoding="utf-8"))
+
+
+def rel(source: str, fleet: str) -> str:
+    return source.split(f"fleets/{fleet}/", 1)[1]
+
+
+# -- the OOM fleet: two unrelated incidents at the same moment ---------------------------------
+
+@pytest.fixture(scope="module")
+def oom() -> dict:
+    return scan_json(FLEETS / "oom-fleet")
+
+
+def test_oom_fleet_gives_the_two_incidents_of_the_key(oom):
+    expected = key("oom-fleet")["incidents"]
+    got = oom["summary"]["incidents"]
+    assert len(got) == len(expected) == 2
+    for inc, want in zip(got, expected, strict=True):
+        assert inc["id"] == want["id"]
+        assert inc["nodes"] == want["nodes"]
+        lead = inc["lead"]
+        assert (rel(lead["source"], "oom-fleet"), lead["line"], lead["family"], lead["code"]) == \
+            (want["lead"]["file"], want["lead"]["line"], want["lead"]["family"], want["lead"]["code"])
+        assert lead["node"] == want["lead"]["file"].split("/")[0]
+        # Every LLM-DataDist line the key puts in this incident is one of its findings, and no other.
+        assert inc["findings"] == sum(1 for r in want["related"] if r["family"] == "llm-datadist")
+        assert list(inc) == ["id", "start", "end", "nodes", "lead", "action", "story", "findings", "fingerprints"]
+        assert list(lead) == ["source", "line", "node", "family", "code", "text"]
+        assert inc["fingerprints"] == sorted(set(inc["fingerprints"]))
+        assert inc["start"] <= want["lead"]["time"] <= inc["end"]
+
+
+def test_oom_fleet_story_and_action_name_both_sides(oom):
+    first = oom["summary"]["incidents"][0]
+    story = first["story"]
+    assert "prompt-node-1" in story and "decode-node-2" in story
+    assert "out of memory" in story and "207001" in story and "LLM_LINK_FAILED" in story
+    assert "10.1.0.1:26000" in story
+    assert first["action"].startswith("The device ran out of HBM")
+    second = oom["summary"]["incidents"][1]
+    assert "connection reset" in second["story"] and "LLM_WAIT_PROC_TIMEOUT" in second["story"]
+
+
+def test_oom_fleet_text_report_tells_the_story_on_the_first_screen():
+    code, out, _ = run("scan", str(FLEETS / "oom-fleet"), "--quiet", *NOT_LOGS)
+    assert code == 1
+    head = "\n".join(out.splitlines()[:25])
+    assert "prompt-node-1" in head and "decode-node-2" in head and "out of memory" in head
+    assert "Incidents: 2" in head
+
+
+def test_oom_fleet_related_errors_are_listed_with_their_family(oom):
+    related = {(rel(e["source"], "oom-fleet"), e["line"], e["family"], e["code"]) for e in oom["related"]}
+    for entry in key("oom-fleet")["incidents"][0]["related"] + key("oom-fleet")["incidents"][1]["related"]:
+        if entry["family"] != "llm-datadist":
+            assert (entry["file"], entry["line"], entry["family"], entry["code"]) in related
+    assert list(oom["related"][0]) == ["source", "line", "timestamp", "node", "family", "code", "meaning", "text",
+                                       "link"]
+    assert "ErrCode=207001" in oom["related"][0]["text"] or oom["related"][0]["family"] != "runtime"
+    negatives = {(n["file"], n["line"]) for n in key("oom-fleet")["negatives"]}
+    assert not {(f, n) for f, n, _, _ in related} & negatives
+
+
+def test_oom_fleet_link_facts_match_the_key(oom):
+    links = {entry["node"]: entry for entry in oom["links"]}
+    for node, want in key("oom-fleet")["link_facts"].items():
+        got = links[node]
+        assert got["role"] == want["role"]
+        assert [(c["cluster_id"], c["device_id"], c["pid"]) for c in got["clusters"]] == \
+            [(str(c["cluster_id"]), str(c["device_id"]), str(c["pid"])) for c in want["clusters"]]
+        assert want["local_ip"] in got["local_ips"] + [a.split(":")[0] for a in got["listen"]]
+        assert got["listen"] == want.get("listen", [])
+        for remote in want.get("remote", []):
+            assert {"cluster_id": str(remote["cluster_id"]), "addr": remote["addr"]} in got["remote"]
+        assert got["remote_clusters"] == [str(c) for c in want.get("remote_clusters", [])] or "remote" in want
+        assert set(want.get("remote_ips", [])) <= set(got["remote_ips"])
+        assert got["versions"]["cann"] == [want["cann"]]
+        assert got["versions"].get("vllm", [None]) == [want["vllm"]]
+        assert got["versions"].get("vllm_ascend", [None]) == [want["vllm_ascend"]]
+
+
+def test_findings_carry_their_link_facts(oom):
+    by_place = {(rel(f["source"], "oom-fleet"), f["line"]): f for f in oom["findings"]}
+    pull = by_place[("decode-node-2/ascend/log/debug/plog/plog-5566_20251112033955004.log", 4)]
+    assert pull["link"]["req_id"] == "1043" and pull["link"]["remote_cluster"] == "2"
+    per_cluster = by_place[("decode-node-2/vllm_decode.log", 12)]
+    assert per_cluster["link"]["remote_addr"] == "10.1.0.1:26000"  # from the link_clusters line before it
+
+
+# -- HIXL, runtime and MindIE errors only -------------------------------------------------------
+
+def test_hixl_only_node_shows_its_errors_and_no_incident():
+    report = scan_json(FLEETS / "hixl-only")
+    want = key("hixl-only")
+    assert report["findings"] == want["findings"] == []
+    assert report["summary"]["incidents"] == want["incidents"] == []
+    got = [(rel(e["source"], "hixl-only"), e["line"], e["family"], e["code"]) for e in report["related"]]
+    assert sorted(got) == sorted((e["file"], e["line"], e["family"], e["code"]) for e in want["neighbour_errors"])
+    assert all(e["node"] == "decode-node-7" and e["timestamp"] for e in report["related"])
+    facts = {entry["node"]: entry for entry in report["links"]}["decode-node-7"]
+    assert facts["role"] == "Decoder" and facts["listen"] == ["10.3.0.7:27000"]
+    assert {"cluster_id": None, "addr": "10.3.0.5:27000"} in facts["remote"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
+def test_hixl_only_errors_show_in_every_format(fmt):
+    code, out, _ = run("scan", str(FLEETS / "hixl-only"), "--format", fmt, "--quiet", *NOT_LOGS)
+    assert code == 0  # the default exit code does not change
+    for shown in ("507046", "103901", "503900", "MIE05E010019"):
+        assert shown in out
+    if fmt != "json":
+        assert "No LLM-DataDist status codes found." in out
+
+
+def test_fail_on_related_counts_neighbour_errors():
+    path = str(FLEETS / "hixl-only")
+    assert run("scan", path, "--quiet", *NOT_LOGS)[0] == 0
+    assert run("scan", path, "--quiet", "--fail-on", "related", *NOT_LOGS)[0] == 1
+    assert run("scan", path, "--quiet", "--fail-on", "any", *NOT_LOGS)[0] == 0
+
+
+# -- sample_logs/ ----------------------------------------------------------------------------------
+
+def test_sample_logs_lead_with_the_refused_connection(in_root):
+    report = scan_json("sample_logs")
+    first = report["summary"]["incidents"][0]
+    assert first["nodes"] == ["decode-node-2", "prompt-node-1"]
+    lead = first["lead"]
+    assert lead["source"].endswith("decode-node-2/ascend/log/debug/plog/plog-5569_20251112034002789.log")
+    assert (lead["line"], lead["family"], lead["code"]) == (28, "socket", "111")
+    assert "26006" in lead["text"] and "10.0.1.11:26006" in first["story"]
+    assert "2051" in first["story"]  # req_id 2051 failed on both sides
+
+
+def test_sample_logs_ties_req_2051_on_both_sides(in_root):
+    from analyzer import analyze
+
+    analysis = analyze(["sample_logs"])
+    first = analysis.summary.incidents[0]
+    places = {(analysis.summary.bursts[i].node, line) for i in first.bursts
+              for line in range(analysis.summary.bursts[i].first_line, analysis.summary.bursts[i].last_line + 1)}
+    assert ("prompt-node-1", 58) in places  # FindCacheEntry: cache entry not found, req_id = 2051
+    assert ("decode-node-2", 45) in places  # the decoder's pull of req 2051: kv cache not exist
+    c, out, _ = run("scan", "sample_logs", "--quiet")
+    assert "Incidents:" in "\n".join(out.splitlines()[:5]) and "26006" in "\n".join(out.splitlines()[:25])
+
+
+FLEET = Path(__file__).parents[1] / "data" / "fleets" / "oom-storm"
+
+
+def test_not_yet_link_storm_after_a_failed_link_joins_its_incident():
+    result = analyze([str(FLEET)])
+    incidents = result.summary.incidents
+    assert [i.nodes for i in incidents] == [("decode-node-2", "prompt-node-1"), ("decode-node-9",)]
+    first = incidents[0]
+    assert first.lead.code == "207001" and first.lead.node == "prompt-node-1"
+    assert first.findings == 42
+    assert "LLM_NOT_YET_LINK" in first.story
+    assert incidents[1].lead.code == "EI0006"

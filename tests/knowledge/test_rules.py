@@ -1,0 +1,352 @@
+"""Stage: rules. Every rule proves its examples; malformed rules fail with file, id and reason;
+user rules add and override; the most specific rule wins.
+
+Hostile input, rules files: a rules directory may come with a ticket too. Loading one is bounded:
+size limit, no aliases (billion laughs), bounded nesting, no tags, a FIFO refused; each failure is
+one line naming the file, exit 2, fast (folded from test_hostile_rules_files.py).
+
+Hostile input, denial of service: every built-in pattern runs in linear time on any line, and a
+user's catastrophic `nearby` regex is reported and disabled instead of hanging the scan (folded from test_hostile_patterns.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import pytest
+from analyzer import RuleError, analyze_text, load_rules
+from analyzer.core.headers import parse_header, record_headers
+from analyzer.detect.context import ApiResolver
+from analyzer.detect.engine import Engine
+from analyzer.detect.fingerprint import message_template
+from analyzer.detect.patterns import CodeMatcher
+from analyzer.knowledge.rules import RuleSet
+from analyzer.run.api import analyze_snippet
+from analyzer.run.rulecheck import check_example, check_examples
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from hostile import FINDING, ddtriage, one_line_error
+
+
+def _cases():
+    rules = load_rules()
+    for rule in sorted(rules.rules, key=lambda r: r.id):
+        for i, ex in enumerate(rule.examples_match):
+            yield pytest.param(rule.id, ex, True, id=f"{rule.id}-match-{i}")
+        for i, ex in enumerate(rule.examples_no_match):
+            yield pytest.param(rule.id, ex, False, id=f"{rule.id}-no_match-{i}")
+
+
+@pytest.fixture(scope="module")
+def engine(rules):
+    return Engine(rules, prefilter_engine="find")
+
+
+@pytest.mark.parametrize("rule_id,example,should_match", list(_cases()))
+def test_rule_examples(rules, engine, rule_id, example, should_match):
+    assert check_example(engine, rules.by_id[rule_id], example, should_match) is None
+
+
+def test_every_context_rule_has_a_counter_example(rules):
+    """A built-in context rule shows the same code in another context, where another rule applies."""
+    context_rules = [r for r in rules.rules if not r.default]
+    assert len(context_rules) >= 11
+    assert [r.id for r in context_rules if not r.examples_no_match] == []
+
+
+def test_every_rule_has_examples_and_a_known_action(rules):
+    assert not check_examples(rules)
+    for rule in rules.rules:
+        assert rule.examples_match, rule.id
+
+
+def test_context_remedies(rules):
+    pull = "[ERROR] GE(1,p):2025-11-12-03:40:05.1 [llm_datadist.cc:8]2 PullKvBlocks: ErrorNo: 1343270913(request wait to be processed timeout!)"
+    link = "[ERROR] GE(1,p):2025-11-12-03:40:05.1 [llm_link_manager.cc:8]2 LinkClusters: ErrorNo: 1343270913(request wait to be processed timeout!)"
+    assert analyze_text(pull, rules)[0].action == "relink"
+    assert analyze_text(pull, rules)[0].recoverable is False
+    assert analyze_text(link, rules)[0].action == "retry"
+    assert analyze_text("[switch_role] failed, error code is LLMStatusCode.LLM_FEATURE_NOT_ENABLED", rules)[0].rule == "feature-not-enabled-set-role"
+    assert analyze_text("[init] failed, error code is LLMStatusCode.LLM_FEATURE_NOT_ENABLED", rules)[0].rule == "default-feature-not-enabled"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "mine.yaml").write_text(text)
+    return tmp_path
+
+
+GOOD = """
+rules:
+  - id: my-link-failed-pull
+    match: {codes: [LLM_NOT_YET_LINK], apis: [PullKvCache]}
+    action: relink
+    remedy: Our cluster manager dropped the link; relink.
+    examples:
+      match: ["[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"]
+      no_match: ["[pull_blocks] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"]
+  - id: wait-timeout-other
+    match: {codes: [LLM_WAIT_PROC_TIMEOUT], not_apis: ["@transfer"]}
+    action: retry-later
+    remedy: Overridden by the user.
+    examples:
+      match: ["[link_clusters] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT"]
+"""
+
+
+def test_user_rules_add_and_override(tmp_path):
+    rules = load_rules(write(tmp_path, GOOD))
+    f = analyze_text("[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK", rules)[0]
+    assert (f.rule, f.action) == ("my-link-failed-pull", "relink")
+    f = analyze_text("[link_clusters] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT", rules)[0]
+    assert (f.rule, f.action) == ("wait-timeout-other", "retry-later")
+    assert not check_examples(rules)
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("rules:\n  - id: x\n    match: {codes: [LLM_NOPE]}\n    action: retry\n    remedy: r\n    examples: {match: [a]}\n",
+     "rule x: match.codes: unknown code 'LLM_NOPE'"),
+    ("rules:\n  - id: x\n    match: {codes: [LLM_TIMEOUT], apis: [PulKvCache]}\n    action: retry\n    remedy: r\n    examples: {match: [a]}\n",
+     "rule x: match.apis: unknown API 'PulKvCache'"),
+    ("rules:\n  - id: x\n    match: {codes: [LLM_TIMEOUT]}\n    action: reboot\n    remedy: r\n    examples: {match: [a]}\n",
+     "rule x: action 'reboot' is not one of"),
+    ("rules:\n  - id: x\n    match: {codes: [LLM_TIMEOUT]}\n    action: retry\n    remedy: r\n",
+     "rule x: `examples.match` must list"),
+    ("rules:\n  - id: x\n    match: {codes: [LLM_TIMEOUT], nearby: '('}\n    action: retry\n    remedy: r\n    examples: {match: [a]}\n",
+     "rule x: match.nearby: invalid regular expression"),
+    ("rules:\n  - id: x\n    match: {codes: [LLM_TIMEOUT]}\n    action: retry\n    remedy: r\n    colour: red\n    examples: {match: [a]}\n",
+     "rule x: unknown field(s): colour"),
+    ("rules: [\n", "invalid YAML"),
+    ("- just a list\n", "expected a mapping with a `rules` list"),
+])
+def test_malformed_rules_name_file_rule_and_reason(tmp_path, body, reason):
+    with pytest.raises(RuleError) as err:
+        load_rules(write(tmp_path, body))
+    message = str(err.value)
+    assert str(tmp_path / "mine.yaml") in message
+    assert reason in message
+
+
+def test_failing_example_is_reported(tmp_path):
+    body = GOOD.replace('match: ["[pull_cache] failed', 'match: ["[push_cache] failed')
+    problems = check_examples(load_rules(write(tmp_path, body)))
+    assert len(problems) == 1 and "rule my-link-failed-pull: example should match" in problems[0]
+
+
+NO_MATCH = """
+rules:
+  - id: my-not-yet-link-pull
+    match: {codes: [LLM_NOT_YET_LINK], apis: [PullKvCache]}
+    action: relink
+    remedy: Relink.
+    examples:
+      match: ["[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"]
+      no_match: [%s]
+"""
+
+
+@pytest.mark.parametrize("counter_example,reason", [
+    # Not found at all: a plain "did not match" would pass this vacuously.
+    ('"[pull_blocks] failed, the link is gone"', "must be found as 0x5010B007 under another rule, but gave no finding"),
+    # Found, but as another code: says nothing about this rule's context.
+    ('"[pull_blocks] failed, error code is LLMStatusCode.LLM_PARAM_INVALID"',
+     "must be found as 0x5010B007 under another rule, but gave 0x5010B005 under param-invalid-pull-blocks"),
+    # The same context: the rule does match.
+    ('"[pull_cache] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"', "example should not match"),
+])
+def test_counter_example_must_show_the_code_under_another_rule(tmp_path, counter_example, reason):
+    problems = check_examples(load_rules(write(tmp_path, NO_MATCH % counter_example)))
+    assert len(problems) == 1 and "rule my-not-yet-link-pull: " in problems[0] and reason in problems[0], problems
+
+
+def test_counter_example_in_another_context_passes(tmp_path):
+    body = NO_MATCH % '"[pull_blocks] failed, error code is LLMStatusCode.LLM_NOT_YET_LINK"'
+    assert check_examples(load_rules(write(tmp_path, body))) == []
+
+
+def test_missing_rules_dir(tmp_path):
+    with pytest.raises(RuleError, match="does not exist"):
+        load_rules(tmp_path / "nope")
+
+
+def test_match_resolves_recoverable_from_the_rule_else_the_code(rules, tmp_path):
+    timeout = 0x5010B001  # recoverable in the catalog
+    other = rules.match(timeout, "LinkLlmClusters", False, lambda: "")
+    assert other.rule.id == "wait-timeout-other" and not other.rule.recoverable_set
+    assert other.code is not None and other.recoverable is other.code.recoverable is True
+    pull = rules.match(timeout, "PullKvBlocks", False, lambda: "")
+    assert (pull.rule.id, pull.recoverable) == ("wait-timeout-transfer", False)  # the rule overrides the code
+    mine = load_rules(write(tmp_path, """
+rules:
+  - id: my-timeout
+    match: {codes: [LLM_WAIT_PROC_TIMEOUT], apis: [LinkLlmClusters]}
+    action: relink
+    recoverable: false
+    remedy: Never retried here.
+    examples:
+      match: ["LinkClusters failed, ret = 0x5010B001"]
+"""))
+    found = mine.match(timeout, "LinkLlmClusters", False, lambda: "")
+    assert (found.rule.id, found.recoverable) == ("my-timeout", False)
+    unknown = rules.match(0x5010B0A3, None, False, lambda: "")
+    assert (unknown.rule.id, unknown.code, unknown.recoverable) == ("unknown-code", None, None)
+
+
+def laughs(levels: int) -> str:
+    """A "billion laughs": each level a list of nine aliases of the one before (9**levels items)."""
+    out = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels + 1):
+        out.append(f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]")
+    return "\n".join(out) + "\n"
+
+
+CASES = {
+    "billion laughs": (laughs(6), "aliases (*name) are not allowed"),
+    "nested 3000 deep (block)": ("rules:\n  " + "- " * 3000 + "x\n", "nested deeper than 64 levels"),
+    "nested 3000 deep (mappings)": ("rules: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested deeper than 64 levels"),
+    "nested 3000 deep (flow)": ("rules: " + "[" * 3000 + "]" * 3000 + "\n", "nest"),  # libyaml or ours
+    "a tag": ("rules: !!binary aGVsbG8=\n", "tags (tag:yaml.org,2002:binary) are not allowed"),
+    "a local tag": ("rules:\n  - !rule {id: x}\n", "tags (!rule) are not allowed"),
+    "five megabytes": (("#" + "x" * 99 + "\n") * 50_000 + "rules: []\n", "larger than 4 MiB"),
+}
+
+
+@pytest.mark.parametrize(("text", "reason"), CASES.values(), ids=CASES.keys())
+def test_hostile_rules_file_is_one_line_error(tmp_path, text, reason):
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "evil.yaml").write_text(text)
+    (tmp_path / "app.log").write_text(FINDING + "\n")
+    start = time.perf_counter()
+    result = ddtriage("scan", tmp_path / "app.log", "--rules", tmp_path / "rules", timeout=30)
+    assert time.perf_counter() - start < 10
+    assert result.returncode == 2
+    error = one_line_error(result.stderr)
+    assert "evil.yaml" in error and reason in error, error
+
+
+def test_rules_file_that_is_a_fifo_is_refused(tmp_path):
+    (tmp_path / "rules").mkdir()
+    os.mkfifo(tmp_path / "rules" / "pipe.yaml")  # nobody writes: reading it would block forever
+    result = ddtriage("rules", "check", tmp_path / "rules", timeout=20)
+    assert result.returncode == 2
+    assert "pipe.yaml: not a regular file" in one_line_error(result.stderr)
+
+
+MS_PER_KB = 5.0  # linear patterns take ~0.01-0.5 ms per KB here; the quadratic ones took 20-100
+HEADER = "[ERROR] LLMDATADIST(11,python3):2025-11-12-03:40:05.101.002 [llm_link.cc:1]12 LinkLlmClusters: "
+
+
+@cache
+def hostile_engine() -> Engine:
+    return Engine(RuleSet.load(), prefilter_engine="find")
+
+
+def seconds(fn: Callable[[], object], bound: float = float("inf")) -> float:
+    """How long `fn` takes; when over `bound`, the best of three (a busy machine's pause is not a
+    quadratic pattern, which is over it every time, by 4 to 20 times)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+        if best < bound:
+            break
+    return best
+
+
+# The red team's inputs (issue #7), each a few hundred KB; on the old patterns 10-30 s apiece.
+PATTERN_CASES = {
+    "ErrorNo then 100k blanks": "ErrorNo:" + " " * 100_000 + "x LLM_FAILED\n",
+    "runtime error then blanks, then a finding": "rtStreamSynchronize error" + " " * 60_000 + "\n" + FINDING + "\n",
+    "flattened plog headers without )": HEADER + "ret = 1343270913 " + "[ERROR] GE(1,x:2025-11-12-03:40:05 " * 8000 + "\n",
+    "errno 111 repeated": "errno 111 " * 20_000 + "connection refused\n" + HEADER + "LLM_LINK_FAILED\n",
+    "nearby-rule line then blanks": "link failed errno" + " " * 60_000 + "\n" + HEADER + "ret = 1343270921\n",
+}
+
+
+@pytest.mark.parametrize("text", PATTERN_CASES.values(), ids=PATTERN_CASES.keys())
+def test_red_team_lines_scan_in_linear_time(text):
+    hostile_engine()  # compiled outside the clock
+    bound = MS_PER_KB * len(text) / 1024 / 1000 + 0.2
+    took = seconds(lambda: analyze_snippet(hostile_engine(), text), bound)
+    assert took < bound, f"{took:.2f} s for {len(text) >> 10} KB"
+
+
+def test_red_team_lines_through_the_command(tmp_path):
+    for i, text in enumerate(PATTERN_CASES.values()):
+        (tmp_path / f"case-{i}.log").write_text(text)
+    start = time.perf_counter()
+    result = ddtriage("scan", tmp_path, "--jobs", "1", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert time.perf_counter() - start < 20
+
+
+# Fragments of every built-in pattern's grammar: hypothesis strings them together and repeats them
+# into long lines, the shapes that make a backtracking engine go quadratic.
+TOKENS = [" ", "\t", "(", ")", "[", "]", ":", "=", ",", "-", "_", ".", "0", "1", "x", "a", "\"", "->", ": ",
+          "ErrorNo", "ErrorNo:", "errno", "111", "error", "status", "ret", "rets=[", "code", "result",
+          "[ERROR] ", "GE(", "LLMDATADIST(1,", "2025-11-12-03:40:05.101 ", "[a.cc:1]", "LLM_", "1343270913",
+          "0x5010B001", "4294967295", "-1", "(pid=1) ", "INFO 11-12 03:40:05 ", "hcclRet", "HCCL_E_",
+          "connection refused", "PullKvCache", "pull kv", "File \"", "Traceback", "E1112 ", "req_id=",
+          "LLMStatusCode.", "<", ">", "0x", "ERR", "MIE", "llm_datadist"]
+
+
+def entry_points() -> dict[str, Callable[[str], object]]:
+    rules = hostile_engine().rules
+    matcher, resolver = CodeMatcher(rules.catalog), ApiResolver(rules.apis)
+    nearby = [r.nearby for r in rules.rules if r.nearby is not None]
+    return {
+        "codes": matcher.find,
+        "headers": lambda s: (parse_header(s), record_headers(s, 2025)),
+        "api": lambda s: resolver.on_line(s, parse_header(s), len(s) // 2),
+        "neighbours": rules.neighbours.find,
+        "nearby": lambda s: [p.search(s) for p in nearby],
+        "fingerprint": message_template,
+    }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(["ErrorNo:"], " ", " LLM_FAILED")  # the shapes the red team found, always tried
+@example(["error"], " ", "")
+@example(["errno"], "\t", "")
+@example(["[ERROR] ", "GE(", "1"], " ", "")
+@given(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=4), st.sampled_from(TOKENS),
+       st.sampled_from(["", " LLM_FAILED", " 1343270913", ")", "\n"]))
+def test_every_pattern_is_linear_on_adversarial_lines(unit, filler, tail):
+    head = "".join(unit)
+    for text in (head * (16_000 // len(head)) + tail, head + filler * (16_000 // len(filler)) + tail):
+        for name, run in entry_points().items():
+            bound = MS_PER_KB * len(text) / 1024 / 1000 + 0.02
+            took = seconds(lambda: run(text), bound)  # noqa: B023 - called at once
+            assert took < bound, f"{name}: {took:.3f} s on {text[:40]!r}"
+
+
+def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "mine.yaml").write_text('''rules:
+  - id: my-slow-rule
+    match:
+      codes: [LLM_WAIT_PROC_TIMEOUT]
+      apis: [PullKvBlocks]
+      nearby: "(a|aa)+$"
+    action: relink
+    remedy: Never reached on hostile input.
+    examples:
+      match: ["aaaa\\nret = 1343270913"]
+''')
+    log = tmp_path / "logs" / "app.log"
+    log.parent.mkdir()
+    log.write_text(("a" * 40 + "!\n" + FINDING + "\n") * 3)
+    start = time.perf_counter()
+    result = ddtriage("scan", log.parent, "--rules", rules, "--format", "json", "--jobs", "1")
+    assert time.perf_counter() - start < 15
+    assert result.returncode == 1, result.stderr
+    assert b"my-slow-rule" in result.stderr and b"disabled" in result.stderr
+    rules_used = [f["rule"] for f in json.loads(result.stdout)["findings"]]
+    assert rules_used == ["wait-timeout-transfer"] * 3  # the next rule took over

@@ -1,0 +1,134 @@
+"""`ddtriage merge` (issue #12): per-bundle parts in JSON, JSONL and Parquet, merged, give the
+report of one direct scan byte for byte (summary, bursts, bundles, failures across bundles, input
+stats); parts that are not reports are one-line errors.
+
+`ddtriage merge` never counts a part twice (review D7): the same part given twice (a shell glob
+that picks it again, a link to it), or a part whose every finding was merged already (the JSON and
+the Parquet report of one scan, a part of a part), is left out with a one-line warning, and the
+result equals a direct scan byte for byte; a part that repeats only some of the logs merged before
+is refused (its input counts cannot be split), with a one-line error (folded from test_merge_repeats.py, review D7 (a part merged twice)).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from analyzer.cli import cli
+from click.testing import CliRunner
+
+from fleetgen import make_fleet
+
+pytest.importorskip("pyarrow")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, [*args, "--fail-on", "never"], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    return make_fleet(tmp_path_factory.mktemp("merge"), nodes=10, big_copies=2)
+
+
+def parts_of(fleet, tmp_path, formats=("json", "parquet")) -> list[str]:
+    parts = []
+    for i, bundle in enumerate(sorted(fleet.iterdir())):
+        part = tmp_path / f"part-{i:02d}.{formats[i % len(formats)]}"
+        assert invoke("scan", str(bundle), "-q", "-o", str(part)).exit_code == 0
+        parts.append(str(part))
+    return parts
+
+
+def test_merge_of_per_bundle_parts_equals_a_direct_scan(fleet, tmp_path):
+    parts = parts_of(fleet, tmp_path)
+    for fmt in ("json", "text", "markdown", "csv"):
+        direct = invoke("scan", str(fleet), "-q", "--format", fmt).stdout
+        merged = invoke("merge", *reversed(parts), "--format", fmt)  # part order does not matter
+        assert merged.exit_code == 0, merged.stderr
+        assert merged.stdout == direct, fmt
+    report = json.loads(invoke("merge", *parts, "--format", "json").stdout)
+    assert report["inputs"]["files"] > 30 and len(report["summary"]["bundles"]) == 11
+    assert report["summary"]["fingerprints"][0]["bundles"] == 6  # 5 decode nodes + the big node
+    direct_pq, merged_pq = tmp_path / "direct.parquet", tmp_path / "merged.parquet"
+    invoke("scan", str(fleet), "-q", "-o", str(direct_pq))
+    invoke("merge", *parts, "-o", str(merged_pq))
+    assert merged_pq.read_bytes() == direct_pq.read_bytes()
+
+
+def test_jsonl_parts_give_the_same_findings_and_warn_about_inputs(fleet, tmp_path):
+    parts = parts_of(fleet, tmp_path, formats=("jsonl",))
+    direct = json.loads(invoke("scan", str(fleet), "-q", "--format", "json").stdout)
+    merged = invoke("merge", *parts, "--format", "json")
+    report = json.loads(merged.stdout)
+    # A JSONL part holds findings only: no related errors or link facts, so its incidents are built
+    # from the findings alone (the warning says so); everything else is the direct scan's.
+    assert report["findings"] == direct["findings"]
+    assert {k: v for k, v in report["summary"].items() if k != "incidents"} == \
+        {k: v for k, v in direct["summary"].items() if k != "incidents"}
+    assert report["inputs"]["files"] == 0 and "holds no input stats" in merged.stderr
+    assert "related errors" in merged.stderr
+
+
+def test_merge_exit_codes_follow_fail_on(fleet, tmp_path):
+    (part,) = parts_of(fleet, tmp_path, formats=("json",))[:1]
+    assert CliRunner().invoke(cli, ["merge", part]).exit_code == 1
+    assert CliRunner().invoke(cli, ["merge", part, "--fail-on", "never"]).exit_code == 0
+
+
+def test_a_part_that_is_no_report_is_a_one_line_error(tmp_path):
+    junk = tmp_path / "notes.json"
+    junk.write_text('{\n  "hello": 1\n}\n')
+    plain = tmp_path / "plog.log"
+    plain.write_text("[ERROR] GE(1,python3):2025-11-12-03:40:05.101.002 nothing\n")
+    for path, says in ((junk, "not a ddtriage JSON report"), (plain, "not JSON"),
+                       (tmp_path / "missing.json", "No such file or directory")):
+        result = CliRunner().invoke(cli, ["merge", str(path)])
+        assert result.exit_code == 2 and says in result.stderr and "Traceback" not in result.stderr, result.stderr
+
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMON = ["--format", "json", "--fail-on", "never"]
+
+
+@pytest.fixture
+def parts(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    for name, target in (("d2.json", "sample_logs/decode-node-2"), ("d2.parquet", "sample_logs/decode-node-2"),
+                         ("all.json", "sample_logs")):
+        result = CliRunner().invoke(cli, ["scan", target, "--quiet", "--fail-on", "never", "-o", str(tmp_path / name)])
+        assert result.exit_code == 0, result.stderr
+    (tmp_path / "again.json").symlink_to(tmp_path / "d2.json")
+    return tmp_path
+
+
+def merge(*paths: Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["merge", *map(str, paths), *COMMON])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_a_part_given_twice_is_read_once(parts):
+    direct = (parts / "d2.json").read_text()
+    for twice in ("d2.json", "again.json"):
+        code, out, err = merge(parts / "d2.json", parts / twice)
+        assert code == 0 and out == direct
+        assert err == f"ddtriage: warning: {parts / twice}: given again (as {parts / 'd2.json'}); read once\n"
+
+
+def test_a_part_whose_findings_were_all_merged_is_left_out(parts):
+    code, out, err = merge(parts / "d2.json", parts / "d2.parquet")  # two reports of one scan
+    assert code == 0 and out == (parts / "d2.json").read_text()
+    assert err == (f"ddtriage: warning: {parts / 'd2.parquet'}: every finding in it was merged already "
+                   f"from {parts / 'd2.json'}; left out\n")
+    code, out, err = merge(parts / "all.json", parts / "d2.json")  # a part of a part
+    assert code == 0 and out == (parts / "all.json").read_text()
+    assert err.count("\n") == 1 and "d2.json: every finding in it was merged already from" in err
+
+
+def test_a_part_that_repeats_some_merged_logs_is_refused(parts):
+    code, out, err = merge(parts / "d2.json", parts / "all.json")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"ddtriage: error: {parts / 'all.json'}: its findings in ")
+    assert err.endswith(f"were merged already from {parts / 'd2.json'}: the same log scanned twice; "
+                        "merge each log's scan once\n")

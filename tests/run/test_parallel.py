@@ -1,0 +1,165 @@
+"""Stage: parallel. Any --jobs gives the same report; big plain files are cut at line starts
+and their ranges renumbered as one file; a broken input is skipped in a worker as it is here.
+
+Stage: parallel. Small files batched into work units by bytes; what a unit sends back (its
+tally, the bursts that can still make the summary's cut) gives the same report for any --jobs (folded from test_units.py).
+"""
+
+import gzip
+import json
+import random
+from pathlib import Path
+
+import analyzer.diagnose.bursts as bursts_mod
+import analyzer.run.parallel as parallel
+import pytest
+from analyzer import analyze
+from analyzer.cli import cli
+from analyzer.core.serial import finding_dict
+from analyzer.inputs import iter_sources
+from analyzer.run.api import Options
+from click.testing import CliRunner
+
+from bundles import tar_bytes
+
+LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"
+       b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "
+       b"ErrorNo: 1343270913(request wait to be processed timeout!) [GE][MODULE]pull blocks timeout\n")
+
+
+def scan(*paths, **options):
+    jobs = options.pop("jobs", 1)
+    return analyze([str(p) for p in paths], options=Options(**options), jobs=jobs)
+
+
+def test_jobs_give_the_same_report(tmp_path):
+    for i in range(4):
+        (tmp_path / f"n{i}.log.gz").write_bytes(gzip.compress(LOG * (i + 1), mtime=0))
+    runs = [CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--jobs", str(j)]).stdout
+            for j in (1, 2, 4)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_big_plain_file_split_across_jobs(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    noise = b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [x.cc:1]5571 Other: noise\n"
+    echo = b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.2 [x.cc:9]5571 Run: ErrorNo: 4294967295(failed)\n"
+    cause = b"[ERROR] RUNTIME(5569,python3):2025-11-12-03:40:05.0 [stream.cc:1]5650 Sync: runtime result = 507046\n"
+    body = (noise * 996 + cause + LOG + echo) * 40
+    path = tmp_path / "big.log"
+    path.write_bytes(body)
+    one = scan(path, jobs=1)
+    assert len(parallel.plan_units(list(iter_sources([str(path)], [])), 3)) == 3
+    for jobs in (2, 3):
+        many = scan(path, jobs=jobs)
+        assert [finding_dict(f) for f in many.findings] == [finding_dict(f) for f in one.findings]
+        assert (many.inputs.lines, many.inputs.bytes, many.inputs.files) == (one.inputs.lines, one.inputs.bytes, 1)
+    assert len(one.findings) == 80  # 40 timeouts + 40 echoes
+    assert {f.causes[0][1:3] for f in one.findings if not f.generic} == {("runtime", "507046")}
+
+
+def test_corrupt_gzip_is_skipped_not_fatal_in_any_process(tmp_path):
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 20)
+    inner = tmp_path / "node-1.tar.gz"
+    inner.write_bytes(gzip.compress(tar_bytes({"node-1/app.log.1.gz": bad.read_bytes(), "node-1/ok.log": LOG}), mtime=0))
+    (tmp_path / "ok.log").write_bytes(LOG)
+    for jobs in ("1", "3"):
+        result = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--jobs", jobs])
+        report = json.loads(result.stdout)
+        assert result.exit_code == 1 and len(report["findings"]) == 2
+        # a gzip header over bytes that do not decode: read as plain text, a note (no data lost), not a skip
+        assert sorted(Path(s["source"]).name for s in report["inputs"]["notes"]) == ["app.log.1.gz", "bad.log.gz"]
+
+
+def test_split_cuts_skip_a_huge_line(tmp_path):
+    path = tmp_path / "pad.log"
+    path.write_bytes(b"a\n" + b"\x00" * 3_000_000 + b"\nb\n" + b"c\n" * 1_000_000)
+    cuts = parallel.aligned_cuts(str(path), path.stat().st_size, 4)
+    data = path.read_bytes()
+    assert cuts[0] == 0 and cuts[-1] == len(data) and cuts == sorted(cuts)
+    assert all(data[c - 1:c] == b"\n" for c in cuts[1:-1])
+    assert len(cuts) == 4  # the cut that fell inside the NUL run was dropped
+
+
+# A failed pull, alone in its thread for seconds: each such line is a burst of its own.
+PULL = ("[ERROR] GE({pid},python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.{us:06d} [llm_datadist_v2.cc:174]{tid} "
+        "PullKvBlocks: call PullKvBlocks failed, ret = 0x5010B001, req_id = {r}")
+NOISE = "[INFO] RUNTIME({pid},python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.{us:06d} [runtime.cc:1]{tid} rtMalloc: ok"
+
+
+def bursty_folder(root, files: int = 30, per_file: int = 4, seed: int = 11) -> int:
+    """`files` plogs in three node folders, each with `per_file` one-line bursts at shuffled
+    times: later files (later units) often hold the earliest bursts. -> bursts written."""
+    rnd = random.Random(seed)
+    for i in range(files):
+        folder = root / f"node-{i % 3}" / "ascend" / "log" / "debug" / "plog"
+        folder.mkdir(parents=True, exist_ok=True)
+        pid = 4000 + i
+        lines = []
+        for b in range(per_file):
+            minute = rnd.randrange(60)
+            when = {"h": 3, "m": minute, "us": rnd.randrange(10**6), "pid": pid, "tid": pid + 1 + b % 2}
+            lines.append(PULL.format(s=b * 10, r=i * 100 + b, **when))
+            lines += [NOISE.format(s=b * 10 + 5, **when)] * 3
+        (folder / f"plog-{pid}_20251112030000000.log").write_text("\n".join(lines) + "\n")
+    return files * per_file
+
+
+def scan_units_of(path, jobs: str) -> dict:
+    result = CliRunner().invoke(cli, ["scan", str(path), "--format", "json", "--fail-on", "never", "-q",
+                                      "-j", jobs])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def few_bursts(monkeypatch):
+    """The summary keeps 6 bursts, not 1,000: the cut then drops bursts in a small corpus."""
+    monkeypatch.setattr(parallel, "MAX_BURSTS", 6)
+    monkeypatch.setattr(bursts_mod, "MAX_BURSTS", 6)
+
+
+def test_many_small_files_make_few_units_in_input_order(tmp_path):
+    bursty_folder(tmp_path, files=200, per_file=1)
+    sources = list(iter_sources([str(tmp_path)], []))
+    for jobs in (1, 2, 4):
+        units = parallel.plan_units(sources, jobs)
+        assert [s for u in units for s in u.sources] == sources  # plan order is input order
+        # Batched (many files per unit), yet several units per job to share out.
+        assert jobs * 2 <= len(units) <= 2 * jobs * parallel.BATCHES_PER_JOB
+
+
+def test_bursts_that_cannot_make_the_cut_stay_in_the_worker(tmp_path, few_bursts, monkeypatch):
+    written = bursty_folder(tmp_path)
+    dropped: list[int] = []
+    apply = parallel.BurstCut.apply
+
+    def counting(self, tracker):
+        before = len(tracker.bursts)
+        apply(self, tracker)
+        dropped.append(before - len(tracker.bursts))
+    monkeypatch.setattr(parallel.BurstCut, "apply", counting)
+    reports = {jobs: scan_units_of(tmp_path, jobs) for jobs in ("1", "2", "3")}
+    assert sum(dropped) > 0  # the cut did leave bursts behind (in this process, at -j1)
+    monkeypatch.setattr(parallel.BurstCut, "apply", lambda self, tracker: None)  # every burst travels
+    everything = scan_units_of(tmp_path, "2")
+    assert reports["1"] == reports["2"] == reports["3"] == everything
+    summary = everything["summary"]
+    assert len(summary["bursts"]) == 6 and analyze([str(tmp_path)], jobs=2).summary.burst_count == written
+    # The six kept are the earliest of all (every burst here is alike in severity).
+    firsts = sorted(f["timestamp"] for f in everything["findings"])[:6]
+    assert sorted(b["first_seen"] for b in summary["bursts"]) == firsts
+
+
+def test_a_cut_keeps_only_keys_below_what_this_process_sent(few_bursts):
+    cut = parallel.BurstCut()
+    tracker = bursts_mod.Bursts()
+    tracker.bursts = [((False, False, f"t{i:02d}", "s", i, ("s", i, "c"), 0), None) for i in range(10, 20)]
+    cut.apply(tracker)  # nothing sent yet: its own first six go
+    assert [k[4] for k, _ in tracker.bursts] == [10, 11, 12, 13, 14, 15]
+    later = bursts_mod.Bursts()
+    later.bursts = [((False, False, f"t{i:02d}", "s", i, ("s", i, "c"), 0), None) for i in (3, 16, 9, 30)]
+    cut.apply(later)  # below the sixth key sent (15): may still be among the first six overall
+    assert [k[4] for k, _ in later.bursts] == [3, 9]
+    assert [k[4] for k in cut.keys] == [3, 9, 10, 11, 12, 13]
