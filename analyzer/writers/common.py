@@ -12,6 +12,24 @@ if TYPE_CHECKING:
     from .. import Analysis
 
 
+NO_NODE = "(no node)"  # how an incident's `nodes` counts a finding whose path names no node (incidents.NO_NODE)
+
+
+def log_name(source: str) -> str:
+    """The file (or archive member) name of a source: `plog-1.log` of `b.tar.gz!x/plog-1.log`."""
+    return re.split(r"[/!]", source.rstrip("/"))[-1] or source
+
+
+def node_label(node: str | None, source: str | None, more: int = 0) -> str:
+    """What names the node of a finding in a report: its node, else its log's file name (never a
+    placeholder); `more`: other logs without a node."""
+    if node:
+        return node
+    if not source:
+        return "logs without a node name"
+    return log_name(source) + (f" and {plural(more, 'other log')}" if more else "")
+
+
 def describe_code(code: str, name: str | None) -> str:
     return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
 
