@@ -40,6 +40,7 @@ from .common import (
     inputs_line,
     is_storm,
     known_errors_lines,
+    log_name,
     node_label,
     plural,
     recoverable_word,
@@ -150,9 +151,9 @@ def _findings(s: Summary, width: int, full: bool) -> list[str]:
     folded = sorted(s.folded, key=lambda r: (r.recoverable is True, -r.count))
     cells = []
     for r in folded:
-        where = short_source(r.first_source, max(30, width - 16), r.node)
+        where = place(r.first_source, r.first_line, width - 8, r.node)
         cells.append([f"x{r.count:,}", r.name or r.code, r.api or "-", r.action, f"[{r.rule}]", r.fingerprint,
-                      f"{where}:{r.first_line}"])
+                      where])
     head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]", "fingerprint", "first at"],
                        right=(0,))
     title = "Findings" + (" by fingerprint and node, not known recoverable first" if len(s.folded) < s.findings
@@ -187,6 +188,8 @@ def _burst(n: int, burst: Burst, width: int = WIDTH) -> list[str]:
     first, last = burst.first_line, burst.last_line
     span = f":{first}" + (f"-{last}" if last != first else "")
     where = short_source(burst.source, width - 4 - len(span), burst.node) + span
+    if len(where) > width - 4:
+        where = f"…/{log_name(burst.source)}{span}"
     if burst.node and burst.node not in burst.source:
         where = f"{burst.node}: {where}"
     out = _wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} {describe_api(lead.api, lead.api_evidence)}", "",
@@ -310,7 +313,7 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family} {lead.code})"
     out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
-                f"{inc.action_word}; lead {what} at {short_source(lead.source, width - 12, lead.node)}:{lead.line}",
+                f"{inc.action_word}; lead {what} at {place(lead.source, lead.line, width - 4, lead.node)}",
                 "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
@@ -326,8 +329,8 @@ def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style) -> 
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     out += _wrap(inc.story, "    ", width)
     where = f"{lead.node}: " if lead.node and lead.node not in lead.source else ""
-    out += _wrap(f"{where}{short_source(lead.source, width - 12 - len(where), lead.node)}:{lead.line}",
-                 "    lead  ", width, rest="          ")
+    out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node), "    lead  ", width,
+                 rest="          ")
     shown = context_lines(analysis, lead.source, lead.line)
     if shown:
         for n, text in shown:
@@ -339,6 +342,15 @@ def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style) -> 
     said = _wrap(f"{inc.action_word}: {inc.action}", "    ->    ", width, rest="          ")
     said[0] = said[0].replace(inc.action_word, st.action(inc.action_word), 1)
     return out + said
+
+
+def place(source: str, line: int, width: int, node: str | None = None) -> str:
+    """`source:line` in `width` columns: folders dropped from the middle, then all of them but
+    the file name's (`…/plog-1.log:61`), which is cut with `…` only when it is wider on its own."""
+    text = f"{short_source(source, width - len(str(line)) - 1, node)}:{line}"
+    if len(text) > width:
+        text = f"…/{log_name(source)}:{line}"
+    return _clip(text, width)
 
 
 def compact(text: str) -> str:
