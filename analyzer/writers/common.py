@@ -141,7 +141,7 @@ def human_bytes(n: int) -> str:
 def inputs_line(analysis: Analysis) -> str:
     i = analysis.inputs
     s = analysis.summary
-    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable} not known recoverable) in "
+    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable:,} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
             + (f"; {plural(len(set(i.notes)), 'note')} on inputs" if i.notes else "")
@@ -155,10 +155,11 @@ def describe_causes(causes: Sequence[Cause]) -> str:
     return "; ".join(f"{c.family} {c.code} ({c.meaning}) at line {c.line}" for c in causes)
 
 
-def describe_also(also: Sequence[AlsoCode]) -> str:
-    """The other codes of a burst, each with its own action when it differs."""
+def describe_also(also: Sequence[AlsoCode], limit: int | None = None) -> str:
+    """The other codes of a burst, each with its own action when it differs (the first `limit`,
+    then how many more)."""
     items = []
-    for a in also:
+    for a in also[:limit]:
         text = a.name or f"unknown {a.code}"
         if a.api:
             text += f" from {a.api}"
@@ -166,10 +167,12 @@ def describe_also(also: Sequence[AlsoCode]) -> str:
         if a.recoverable is False:
             text += " (NOT recoverable)"
         items.append(text)
+    if len(also) > len(items):
+        items.append(f"and {plural(len(also) - len(items), 'more code')}")
     return ", ".join(items)
 
 
-def describe_burst_extras(burst: Burst) -> str:
+def describe_burst_extras(burst: Burst, limit: int | None = None) -> str:
     """`3 repeats of the lead; 2 generic LLM_FAILED echoes; also X from API -> action, ...`
     (empty when none)."""
     notes = []
@@ -178,7 +181,7 @@ def describe_burst_extras(burst: Burst) -> str:
     if burst.echoes:
         notes.append(f"{plural(burst.echoes, 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
     if burst.also:
-        notes.append("also " + describe_also(burst.also))
+        notes.append("also " + describe_also(burst.also, limit))
     return "; ".join(notes)
 
 

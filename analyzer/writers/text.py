@@ -58,12 +58,15 @@ name = "text"
 suffix = ".txt"
 
 WIDTH = 80  # a pipe or a file; a terminal gets its own width
-MAX_BURSTS = 25
 # Every section is bounded to a number of lines (its rows, most severe or most frequent first, then
 # one `… N more (see --format json, or --full)` line), so that the report of any input fits in
 # about 200 lines; `--full` (`Analysis.full`) prints every row.
+TOTAL = 196  # what the short sections leave of it goes to the two tables at the end
 BUDGET = {"incidents": 48, "recurring": 12, "related": 10, "diagnosis": 34, "inputs": 8, "nodes": 8,
           "bundles": 8, "codes": 16, "findings": 18}
+GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
+MAX_NODES = 3  # nodes named in an incident's heading
+MAX_ALSO = 4  # other codes of a burst named (the rest are counted)
 FULL_INCIDENTS = 3  # incidents told in full (story, lead, action) while they fit; the others in two lines
 
 
@@ -107,9 +110,20 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     out += _diagnosis(s, storm, width, full)
     out += _by_node(s, width, full)
     out += _by_bundle(analysis, width, full)
-    out += _codes(s, width, full)
-    out += _findings(s, width, full)
-    return "\n".join(out) + "\n"
+    codes, findings = _budget("codes", full), _budget("findings", full)
+    tables = _codes(s, width, codes) + _findings(s, width, findings)
+    spare = TOTAL - len(out) - len(tables)
+    if codes is not None and findings is not None and spare > 0:  # room left: longer tables
+        more_codes, more_findings = spare // 2, spare - spare // 2
+        while True:
+            tables = _codes(s, width, codes + more_codes) + _findings(s, width, findings + more_findings)
+            if len(out) + len(tables) <= TOTAL or not (more_codes or more_findings):
+                break
+            if more_findings >= more_codes:
+                more_findings -= 1
+            else:
+                more_codes -= 1
+    return "\n".join(out + tables) + "\n"
 
 
 def _inputs(analysis: Analysis, width: int, full: bool) -> list[str]:
@@ -138,17 +152,19 @@ def _by_node(s: Summary, width: int, full: bool) -> list[str]:
     return ["", "By node, worst first"] + bounded(blocks, _budget("nodes", full), what="more nodes", indent="  ")
 
 
-def _codes(s: Summary, width: int, full: bool) -> list[str]:
+def _codes(s: Summary, width: int, budget: int | None) -> list[str]:
     """Codes by API: not recoverable first, then most frequent (the summary's order)."""
-    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"] for r in s.codes]
+    codes = sorted(s.codes, key=lambda r: r.name == GENERIC)  # the generic echo after the specific codes
+    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"] for r in codes]
     head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]"], right=(0,))
     return ["", "Codes by API, not recoverable first", *head] + bounded(
-        rows, _budget("codes", full), what="more rows", indent="")
+        rows, budget, what="more rows", indent="")
 
 
-def _findings(s: Summary, width: int, full: bool) -> list[str]:
-    """Findings folded by fingerprint and node: not known recoverable first, then the biggest."""
-    folded = sorted(s.folded, key=lambda r: (r.recoverable is True, -r.count))
+def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
+    """Findings folded by fingerprint and node: specific codes not known recoverable first, then the
+    biggest; the generic LLM_FAILED echoes last."""
+    folded = sorted(s.folded, key=lambda r: (r.name == GENERIC, r.recoverable is True, -r.count))
     cells = []
     for r in folded:
         where = place(r.first_source, r.first_line, width - 8, r.node)
@@ -158,7 +174,7 @@ def _findings(s: Summary, width: int, full: bool) -> list[str]:
                        right=(0,))
     title = "Findings" + (" by fingerprint and node, not known recoverable first" if len(s.folded) < s.findings
                           else ", not known recoverable first")
-    return ["", *_wrap(title, "", width), *head] + bounded(rows, _budget("findings", full), what="more rows")
+    return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, what="more rows")
 
 
 def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) -> list[str]:
@@ -172,7 +188,7 @@ def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) 
     entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
     blocks = []
     for n, (burst, group) in enumerate(entries, 1):
-        lines = _burst(n, burst, width)
+        lines = _burst(n, burst, width, full)
         if group is not None and group.bursts > 1:
             span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
             lines += _wrap(f"+ {plural(group.bursts - 1, 'more burst')} like this one, "
@@ -183,7 +199,7 @@ def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) 
                          what="more groups of bursts" if storm else "more bursts")
 
 
-def _burst(n: int, burst: Burst, width: int = WIDTH) -> list[str]:
+def _burst(n: int, burst: Burst, width: int = WIDTH, full: bool = False) -> list[str]:
     lead = burst.lead
     first, last = burst.first_line, burst.last_line
     span = f":{first}" + (f"-{last}" if last != first else "")
@@ -202,7 +218,7 @@ def _burst(n: int, burst: Burst, width: int = WIDTH) -> list[str]:
         out += _wrap("likely cause: " + describe_causes(burst.causes), "    ", width)
     out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ", width)
     out += _wrap(lead.remedy, "       ", width)
-    extras = describe_burst_extras(burst)
+    extras = describe_burst_extras(burst, None if full else MAX_ALSO)
     if extras:
         out += _wrap("+ " + extras, "    ", width, rest="      ")
     return out
@@ -293,7 +309,7 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     blocks = []
     used = 0
     for n, inc in enumerate(incidents):
-        lines = incident_lines(analysis, inc, width, st)
+        lines = incident_lines(analysis, inc, width, st, full)
         if not full and n and (n >= FULL_INCIDENTS or budget is None or used + len(lines) > budget * 3 // 4):
             lines = incident_short(inc, width, st)
         used += len(lines)
@@ -301,9 +317,13 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     return out + bounded(blocks, budget, what="more incidents")
 
 
-def incident_nodes(inc: Incident) -> str:
-    """`decode-node-2 + prompt-node-1`; a side without a node name is named by its log."""
-    return " + ".join(node_label(None if n == NO_NODE else n, inc.lead.source) for n in inc.nodes)
+def incident_nodes(inc: Incident, full: bool = False) -> str:
+    """`decode-node-2 + prompt-node-1`; a side without a node name is named by its log; the
+    first MAX_NODES of many, then how many more."""
+    names = [node_label(None if n == NO_NODE else n, inc.lead.source) for n in inc.nodes]
+    if not full and len(names) > MAX_NODES + 1:
+        names = names[:MAX_NODES] + [plural(len(names) - MAX_NODES, "more node")]
+    return " + ".join(names)
 
 
 def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
@@ -320,9 +340,9 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     return out
 
 
-def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style) -> list[str]:
+def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
-    head = f"{inc.id:>2}. " + incident_nodes(inc)
+    head = f"{inc.id:>2}. " + incident_nodes(inc, full)
     out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", "", width,
                 rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
