@@ -145,7 +145,8 @@ def render(analysis: Analysis) -> str:
     out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
             "|---:|---|---|---|---|---|---|---|"]
     limit = _limit(analysis, "codes")
-    for r in s.codes[:limit]:
+    codes = sorted(s.codes, key=lambda r: r.name == "LLM_FAILED")  # the generic echo after the specific codes
+    for r in codes[:limit]:
         out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
@@ -153,10 +154,10 @@ def render(analysis: Analysis) -> str:
     out += ["", "## Findings", ""]
     if len(s.folded) < s.findings:
         out += ["Repeats are folded: findings with the same code, API, rule, message shape and node are one row.", ""]
-    out += ["Not known recoverable first, then the biggest.", "",
+    out += ["Specific codes not known recoverable first, then the biggest; the generic LLM_FAILED echoes last.", "",
             "| where | node | time | code | API (evidence) | action | rule | fingerprint |",
             "|---|---|---|---|---|---|---|---|"]
-    folded = sorted(s.folded, key=lambda r: (r.recoverable is True, -r.count))
+    folded = sorted(s.folded, key=lambda r: (r.name == "LLM_FAILED", r.recoverable is True, -r.count))
     limit = _limit(analysis, "findings")
     for row in folded[:limit]:
         api = f"{row.api} ({row.evidence})" if row.api else "-"
