@@ -61,7 +61,8 @@ WIDTH = 80  # a pipe or a file; a terminal gets its own width
 # Every section is bounded to a number of lines (its rows, most severe or most frequent first, then
 # one `… N more (see --format json, or --full)` line), so that the report of any input fits in
 # about 200 lines; `--full` (`Analysis.full`) prints every row.
-TOTAL = 196  # what the short sections leave of it goes to the two tables at the end
+TOTAL = 196  # what the short sections leave of it goes to the two tables at the end ...
+MAX_TABLE = 60  # ... up to this many lines each
 BUDGET = {"incidents": 48, "recurring": 12, "related": 10, "diagnosis": 34, "inputs": 8, "nodes": 8,
           "bundles": 8, "codes": 16, "findings": 18}
 GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
@@ -114,7 +115,8 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     tables = _codes(s, width, codes) + _findings(s, width, findings)
     spare = TOTAL - len(out) - len(tables)
     if codes is not None and findings is not None and spare > 0:  # room left: longer tables
-        more_codes, more_findings = spare // 2, spare - spare // 2
+        more_codes = min(spare // 2, MAX_TABLE - codes)
+        more_findings = min(spare - more_codes, MAX_TABLE - findings)
         while True:
             tables = _codes(s, width, codes + more_codes) + _findings(s, width, findings + more_findings)
             if len(out) + len(tables) <= TOTAL or not (more_codes or more_findings):
