@@ -16,6 +16,7 @@ from collections.abc import Sequence
 GAP = "  "
 INDENT = "    "
 MORE_HINT = "(see --format json, or --full)"
+NBSP = "\ue000"  # joins words that wrap() keeps on one line (`hccl 9`); printed as a space
 
 
 def clip(text: str, width: int) -> str:
@@ -28,7 +29,7 @@ def wrap(text: str, width: int, indent: str = "", rest: str | None = None) -> li
     rest = indent if rest is None else rest
     lines = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=rest,
                           break_long_words=False, break_on_hyphens=False) or [indent]
-    return [clip(line, width) for line in lines]
+    return [clip(line, width).replace(NBSP, " ") for line in lines]
 
 
 def table(rows: Sequence[Sequence[str]], width: int, header: Sequence[str] | None = None,

@@ -47,7 +47,7 @@ from .common import (
     short_source,
     span_of,
 )
-from .layout import bounded, table, wrap
+from .layout import NBSP, bounded, table, wrap
 
 if TYPE_CHECKING:
     from .. import Analysis
@@ -146,21 +146,23 @@ def _by_node(s: Summary, width: int, full: bool) -> list[str]:
     """Nodes, most findings not known recoverable first, then most findings."""
     rows = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
     blocks = []
-    for node in rows:
+    for node in rows[:_budget("nodes", full)]:
         kinds = ", ".join(f"{n:,} {k}" for k, n in node.kinds)
         name = node.node or node_label(None, node.sources[0] if node.sources else None, node.more_sources)
         blocks.append(_wrap(f"{name}: {plural(node.findings, 'finding')} "
                             f"({node.unrecoverable:,} not known recoverable; {kinds})", "  ", width, rest="      "))
-    return ["", "By node, worst first"] + bounded(blocks, _budget("nodes", full), what="more nodes", indent="  ")
+    return ["", "By node, worst first"] + bounded(blocks, _budget("nodes", full), total=len(rows), what="more nodes",
+                                                  indent="  ")
 
 
 def _codes(s: Summary, width: int, budget: int | None) -> list[str]:
     """Codes by API: not recoverable first, then most frequent (the summary's order)."""
     codes = sorted(s.codes, key=lambda r: r.name == GENERIC)  # the generic echo after the specific codes
-    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"] for r in codes]
+    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"]
+             for r in codes[:budget]]  # a row takes a line at least: no more can show
     head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]"], right=(0,))
     return ["", "Codes by API, not recoverable first", *head] + bounded(
-        rows, budget, what="more rows", indent="")
+        rows, budget, total=len(codes), what="more rows", indent="")
 
 
 def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
@@ -168,7 +170,7 @@ def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
     biggest; the generic LLM_FAILED echoes last."""
     folded = sorted(s.folded, key=lambda r: (r.name == GENERIC, r.recoverable is True, -r.count))
     cells = []
-    for r in folded:
+    for r in folded[:budget]:
         where = place(r.first_source, r.first_line, width - 8, r.node)
         cells.append([f"x{r.count:,}", r.name or r.code, r.api or "-", r.action, f"[{r.rule}]", r.fingerprint,
                       where])
@@ -176,7 +178,7 @@ def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
                        right=(0,))
     title = "Findings" + (" by fingerprint and node, not known recoverable first" if len(s.folded) < s.findings
                           else ", not known recoverable first")
-    return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, what="more rows")
+    return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, total=len(folded), what="more rows")
 
 
 def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) -> list[str]:
@@ -189,7 +191,7 @@ def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) 
                      f"into {plural(len(s.burst_groups), 'group')} (same lead and node).", "", width)
     entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
     blocks = []
-    for n, (burst, group) in enumerate(entries, 1):
+    for n, (burst, group) in enumerate(entries[:_budget("diagnosis", full)], 1):
         lines = _burst(n, burst, width, full)
         if group is not None and group.bursts > 1:
             span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
@@ -239,14 +241,14 @@ def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
                       f"{plural(len(rows), 'failure')} in more than one bundle", "", width),
            f"{'bundles':>7} {'nodes':>5} {'count':>6}  failure"]
     blocks = []
-    for r in rows:
+    for r in rows[:_budget("recurring", full)]:
         lines = _wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
                       f"{'from ' + r.api if r.api else '(API unknown)'} -> {r.action}", "", width, rest=" " * 22)
         if r.first_seen and r.last_seen:
             lines.append(" " * max(4, min(22, width - 42)) + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
         blocks.append(lines)
-    out += bounded(blocks, _budget("recurring", full), what="more" + (" (at least)" if s.more_fingerprints else ""),
-                   indent="  ")
+    out += bounded(blocks, _budget("recurring", full), total=len(rows),
+                   what="more" + (" (at least)" if s.more_fingerprints else ""), indent="  ")
     if echoes:
         r = echoes[0]
         count = sum(e.findings for e in echoes)
@@ -310,13 +312,13 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     budget = _budget("incidents", full)
     blocks = []
     used = 0
-    for n, inc in enumerate(incidents):
+    for n, inc in enumerate(incidents[:budget]):
         lines = incident_lines(analysis, inc, width, st, full)
         if not full and n and (n >= FULL_INCIDENTS or budget is None or used + len(lines) > budget * 3 // 4):
             lines = incident_short(inc, width, st)
         used += len(lines)
         blocks.append(lines)
-    return out + bounded(blocks, budget, what="more incidents")
+    return out + bounded(blocks, budget, total=len(incidents), what="more incidents")
 
 
 def incident_nodes(inc: Incident, full: bool = False) -> str:
@@ -333,7 +335,7 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     lead = inc.lead
     head = f"{inc.id:>2}. {incident_nodes(inc)}"
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
-        f"{lead.meaning} ({lead.family} {lead.code})"
+        f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
     out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
                 f"{inc.action_word}; lead {what} at {place(lead.source, lead.line, width - 4, lead.node)}",
                 "", width, rest="    ")
@@ -412,11 +414,11 @@ def related_section(analysis: Analysis, width: int, st: Style, full: bool = Fals
     out = [""] + [st.bold(line) for line in _wrap(
         f"Related errors (not LLM-DataDist): {len(related):,}, by node, family and code, first seen first", "", width)]
     blocks = []
-    for events in ordered:
+    for events in ordered[:_budget("related", full)]:
         e = min(events, key=lambda x: (x.timestamp or "~", x.source, x.line))
         where = f"{e.node}: " if e.node and e.node not in e.source else ""
         loc = f"{where}{short_source(e.source, max(30, width - 44 - len(where)), e.node)}:{e.line}"
         more = f" x{len(events):,}" if len(events) > 1 else ""
-        blocks.append(_wrap(f"{loc}  {e.family} {e.code} ({e.meaning}){more}"
+        blocks.append(_wrap(f"{loc}  {e.family}{NBSP}{e.code} ({e.meaning}){more}"
                             + (f" at {e.timestamp[11:23]}" if e.timestamp else ""), "  ", width, rest="      "))
-    return out + bounded(blocks, _budget("related", full), what="more", indent="  ")
+    return out + bounded(blocks, _budget("related", full), total=len(ordered), what="more", indent="  ")

@@ -116,10 +116,10 @@ def write_storm(root: Path, seed: int = 2222) -> tuple[list[Path], Path]:
 
 
 def dense_slice(root: Path) -> Path:
-    """A slice of the dense bench plog (bench/gen_plog.py, 6 MiB: ~1,500 findings)."""
-    out = root / "bench" / "dense-6m.log"
+    """A slice of the dense bench plog (bench/gen_plog.py, 4 MiB: ~1,000 findings)."""
+    out = root / "bench" / "dense-4m.log"
     out.parent.mkdir(parents=True)
-    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_plog.py"), "--size", "6M", "--density", "dense",
+    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_plog.py"), "--size", "4M", "--density", "dense",
                     str(out)], check=True, capture_output=True)
     return out
 
