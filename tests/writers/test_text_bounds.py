@@ -133,7 +133,8 @@ def corpora(tmp_path_factory) -> Iterator[dict]:
     with contextlib.chdir(root):  # relative names: the lonely log's path names no node at all
         runs["storm"] = analyze([str(b.relative_to(root)) for b in bundles], jobs=2)
         runs["lonely"] = analyze([str(lonely.relative_to(root))], jobs=1)
-    runs["dense"] = analyze([str(dense)], jobs=2)
+    with contextlib.chdir(dense.parent):  # a log named alone, as the slice was: no node
+        runs["dense"] = analyze([dense.name], jobs=2)
     with contextlib.chdir(ROOT):
         runs["sample_logs"] = analyze(["sample_logs"], jobs=1)
     out = {}
@@ -223,6 +224,7 @@ def test_the_storm_is_varied(corpora):
     assert len(_groups(data)) >= 400
     assert len({f["node"] for f in data["findings"]}) == 12
     assert {f["node"] for f in corpora["lonely"][1]["findings"]} == {None}
+    assert {f["node"] for f in corpora["dense"][1]["findings"]} == {None}
 
 
 @pytest.mark.parametrize("name", CORPORA)
@@ -314,10 +316,12 @@ def test_no_placeholder_in_prose(corpora, name):
         assert "(no node)" not in inc["story"]
 
 
-def test_a_log_without_a_node_is_named_in_the_story(corpora):
-    analysis, data = corpora["lonely"]
+@pytest.mark.parametrize("name, log", [("lonely", "plog-777_20251112034000000.log"), ("dense", "dense-4m.log")])
+def test_a_log_without_a_node_is_named_in_the_story(corpora, name, log):
+    analysis, data = corpora[name]
     story = data["summary"]["incidents"][0]["story"]
-    assert "plog-777_20251112034000000.log" in story or "this log" in story, story
+    assert f"the log {log}" in story, story
+    assert _render(analysis, 80).splitlines()[4].startswith(f" 1. {log}  ")
 
 
 @pytest.mark.parametrize("name", CORPORA)
