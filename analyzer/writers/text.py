@@ -19,6 +19,18 @@ colour) on a terminal.
         2025-11-12T03:40:08.100000, NOT recoverable
         -> relink [wait-timeout-transfer]
            The transfer timed out and the link is now unrecoverable: ...
+     … 30 more bursts (see --format json, or --full)
+    ...
+    Findings by fingerprint and node, not known recoverable first
+    count  code                   api           action
+    x3,000  LLM_WAIT_PROC_TIMEOUT  PullKvBlocks  relink
+            [wait-timeout-transfer]  082733af5041ec9c
+            …/plog-4811_20251112034000000.log:1
+
+The first screen (24 lines) is the diagnosis: the incidents, the most severe told in full. Every
+section is bounded (`BUDGET` lines: its first rows, most severe or biggest first, then one `… N
+more` line), so a report is at most about 200 lines (`TOTAL`) whatever the input; `--full`
+(`Analysis.full`) lifts every bound. No identifier is cut across lines (`layout`).
 """
 
 from __future__ import annotations

@@ -348,7 +348,7 @@ def test_cli_full_option_and_pipe_width(tmp_path):
     path.parent.mkdir()
     rnd = random.Random(5)
     combos = [(rnd.choice(_catalog()), rnd.choice(_apis()), rnd.choice(WORDS)) for _ in range(30)]
-    path.write_text("\n".join(storm_lines(rnd, 4811, 1200, combos, start=0.0)) + "\n")
+    path.write_text("\n".join(storm_lines(rnd, 4811, 700, combos, start=0.0)) + "\n")
     runner = CliRunner()
     short = runner.invoke(cli, ["scan", str(path), "--fail-on", "never"])
     full = runner.invoke(cli, ["scan", str(path), "--fail-on", "never", "--full"])
