@@ -110,8 +110,11 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     and tables."""
     s, st = analysis.summary, Style(False)
     out = _wrap("ddtriage: " + inputs_line(analysis), "", width)
+    storm = is_storm(s)
     if s.incidents:
         out += incidents_section(analysis, width, st, full)
+    elif s.findings:  # no incidents (a summary rebuilt after --baseline/--suppressions): the bursts first
+        out += _diagnosis(s, storm, width, full)
     if not s.findings:
         out += ["", st.bold("No LLM-DataDist status codes found.")]
     out += _recurring(analysis, width, full)  # across bundles
@@ -119,8 +122,8 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     out += _inputs(analysis, width, full)
     if not s.findings:
         return "\n".join(out) + "\n"
-    storm = is_storm(s)
-    out += _diagnosis(s, storm, width, full)
+    if s.incidents:
+        out += _diagnosis(s, storm, width, full)
     out += _by_node(s, width, full)
     out += _by_bundle(analysis, width, full)
     codes, findings = _budget("codes", full), _budget("findings", full)
