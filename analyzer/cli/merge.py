@@ -23,9 +23,10 @@ from .scan import _gate, _write
 @click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
               help="Which findings make the exit code 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
+@click.option("--full", is_flag=True, help="List every row of every section in the text and Markdown reports.")
 @rules_option
 def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, quiet: bool,
-          rules_dirs: tuple) -> None:
+          full: bool, rules_dirs: tuple) -> None:
     """Merge PARTS (JSON, JSONL or Parquet reports of `ddtriage scan`) into one report.
 
     Scan each node where its logs are (`ddtriage scan --node NAME -o node.parquet`), bring the
@@ -41,6 +42,7 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
     except DDTriageError as exc:
         fail(str(exc))
     analysis.fail_on = fail_on
+    analysis.full = full
     for report in reports:
         _write(report, analysis)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)

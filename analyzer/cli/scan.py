@@ -86,6 +86,8 @@ from .outputs import Output, resolve_outputs
               help="Show N lines around each incident's lead, read back from its log (text, markdown, html).")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour the text report (auto: on a terminal, unless NO_COLOR is set).")
+@click.option("--full", is_flag=True, help="List every row of every section in the text and Markdown reports "
+              "(default: the first rows of each, most severe first, about 200 lines in all).")
 @click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
               "terminal through $PAGER, else less -FRX, as git does).")
 @rules_option
@@ -95,7 +97,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, no_pager: bool,
+         around: int, color: str, full: bool, no_pager: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -158,6 +160,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
+    analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
         _write(report, analysis, color, no_pager)
     analysis.close()  # the findings' temporary files (the summary holds what the exit code needs)

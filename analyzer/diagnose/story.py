@@ -35,9 +35,23 @@ def delta(a: str | None, b: str | None) -> str:
     return f"{d * 1000:.0f} ms" if d < 1 else f"{d:.1f} s"
 
 
-def describe_node(node: str | None, facts: dict[str | None, NodeFacts]) -> str:
-    """`prompt-node-1 (Prompt, cluster 2, 10.1.0.1:26000)`: the node and what names it on the link."""
-    name = node or NO_NODE
+def log_name(source: str) -> str:
+    """The file (or archive member) name of a source: `plog-1.log` of `b.tar.gz!x/plog-1.log`."""
+    return source.replace("!", "/").rstrip("/").rsplit("/", 1)[-1] or source
+
+
+def who(node: str | None, source: str, lead_source: str | None = None) -> str:
+    """What a sentence calls the side of a failure: its node, else its log (`the log plog-1.log`,
+    or `the same log` when the lead's log is that one), never a placeholder."""
+    if node:
+        return node
+    return "the same log" if source == lead_source else f"the log {log_name(source)}"
+
+
+def describe_node(node: str | None, facts: dict[str | None, NodeFacts], source: str = "") -> str:
+    """`prompt-node-1 (Prompt, cluster 2, 10.1.0.1:26000)`: the node and what names it on the link
+    (a log without a node name: `the log plog-1.log`)."""
+    name = who(node, source)
     f = facts.get(node)
     if f is None:
         return name
@@ -176,13 +190,15 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
     """The story: the lead, the first failure it set off (on the other side when there is one),
     what followed, the req_ids both sides name, and what to do."""
     first = first_set_off(lead, mine)
-    parts = [f"At {clock(lead.timestamp)} {describe_node(lead.node, facts)} {_what(lead)}"]
+    parts = [f"At {clock(lead.timestamp)} {describe_node(lead.node, facts, lead.source)} {_what(lead)}"]
     first_when = precise_time(first, mine)
     if not (first.source == lead.source and first.lead.line == lead.line):
         gap = delta(lead.timestamp, first_when)
-        who = first.node or NO_NODE
-        who = who if who == (lead.node or NO_NODE) else describe_node(first.node, facts)
-        parts.append(f"{gap + ' later' if gap else 'then, at ' + clock(first_when)}, {who} got "
+        if first.node != lead.node or (first.node is None and first.source != lead.source):
+            side = describe_node(first.node, facts, first.source)
+        else:
+            side = who(first.node, first.source, lead.source)
+        parts.append(f"{gap + ' later' if gap else 'then, at ' + clock(first_when)}, {side} got "
                      f"{first.lead.name or first.lead.code}" + (f" from {first.lead.api}" if first.lead.api else "")
                      + _peer(first))
     rest = findings - 1
@@ -196,8 +212,14 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
     if rest > 0 and top:
         (name, api), n = top[0]
         sides = sorted({b.node or NO_NODE for b in mine})
-        where = "both nodes" if len(sides) == 2 else _short_list(sides)
-        text += (f" In all {findings} LLM-DataDist findings on {where}, most of them {name}"
+        logs = sorted({log_name(b.source) for b in mine if not b.node})
+        if sides == [NO_NODE]:
+            where = "in this log" if logs == [log_name(lead.source)] else "in the logs " + _short_list(logs)
+        elif NO_NODE in sides:
+            where = "on " + _short_list([s for s in sides if s != NO_NODE] + logs)
+        else:
+            where = "on both nodes" if len(sides) == 2 else "on " + _short_list(sides)
+        text += (f" In all {findings} LLM-DataDist findings {where}, most of them {name}"
                  + (f" from {api}" if api else "") + f" ({n}).")
     if shared:
         text += f" req_id {_short_list(shared)} failed on both sides."

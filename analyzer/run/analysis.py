@@ -34,6 +34,7 @@ class Analysis:
     # Lines around each incident lead, read back from the source (`-C N`): (source, line) -> lines
     context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
+    full: bool = False  # the command's --full: text and Markdown list every row, not the first screens' worth
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""

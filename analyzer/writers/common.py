@@ -13,6 +13,24 @@ if TYPE_CHECKING:
     from ..run.analysis import Analysis
 
 
+NO_NODE = "(no node)"  # how an incident's `nodes` counts a finding whose path names no node (incidents.NO_NODE)
+
+
+def log_name(source: str) -> str:
+    """The file (or archive member) name of a source: `plog-1.log` of `b.tar.gz!x/plog-1.log`."""
+    return re.split(r"[/!]", source.rstrip("/"))[-1] or source
+
+
+def node_label(node: str | None, source: str | None, more: int = 0) -> str:
+    """What names the node of a finding in a report: its node, else its log's file name (never a
+    placeholder); `more`: other logs without a node."""
+    if node:
+        return node
+    if not source:
+        return "logs without a node name"
+    return log_name(source) + (f" and {plural(more, 'other log')}" if more else "")
+
+
 def describe_code(code: str, name: str | None) -> str:
     return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
 
@@ -117,7 +135,7 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 def inputs_line(analysis: Analysis) -> str:
     i = analysis.inputs
     s = analysis.summary
-    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable} not known recoverable) in "
+    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable:,} not known recoverable) in "
             f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
             + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
             + (f"; {plural(len(set(i.notes)), 'note')} on inputs" if i.notes else "")
@@ -131,10 +149,11 @@ def describe_causes(causes: Sequence[Cause]) -> str:
     return "; ".join(f"{c.family} {c.code} ({c.meaning}) at line {c.line}" for c in causes)
 
 
-def describe_also(also: Sequence[AlsoCode]) -> str:
-    """The other codes of a burst, each with its own action when it differs."""
+def describe_also(also: Sequence[AlsoCode], limit: int | None = None) -> str:
+    """The other codes of a burst, each with its own action when it differs (the first `limit`,
+    then how many more)."""
     items = []
-    for a in also:
+    for a in also[:limit]:
         text = a.name or f"unknown {a.code}"
         if a.api:
             text += f" from {a.api}"
@@ -142,10 +161,12 @@ def describe_also(also: Sequence[AlsoCode]) -> str:
         if a.recoverable is False:
             text += " (NOT recoverable)"
         items.append(text)
+    if len(also) > len(items):
+        items.append(f"and {plural(len(also) - len(items), 'more code')}")
     return ", ".join(items)
 
 
-def describe_burst_extras(burst: Burst) -> str:
+def describe_burst_extras(burst: Burst, limit: int | None = None) -> str:
     """`3 repeats of the lead; 2 generic LLM_FAILED echoes; also X from API -> action, ...`
     (empty when none)."""
     notes = []
@@ -154,7 +175,7 @@ def describe_burst_extras(burst: Burst) -> str:
     if burst.echoes:
         notes.append(f"{plural(burst.echoes, 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
     if burst.also:
-        notes.append("also " + describe_also(burst.also))
+        notes.append("also " + describe_also(burst.also, limit))
     return "; ".join(notes)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from . import safe
 from .common import (
+    NO_NODE,
     context_lines,
     describe_api,
     describe_burst_extras,
@@ -22,10 +23,12 @@ from .common import (
     inputs_line,
     is_storm,
     known_errors_lines,
+    node_label,
     plural,
     recoverable_word,
     span_of,
 )
+from .layout import MORE_HINT
 
 if TYPE_CHECKING:
     from ..diagnose.summary import Summary
@@ -34,7 +37,19 @@ if TYPE_CHECKING:
 name = "markdown"
 suffix = ".md"
 
-MAX_FINDINGS = 1000
+# Every section is bounded: its first rows (most severe or most frequent first), then one line
+# `… N more (see --format json, or --full)`; `--full` (`Analysis.full`) lists every row.
+LIMITS = {"incidents": 5, "related": 20, "recurring": 15, "diagnosis": 10, "nodes": 20, "codes": 30,
+          "findings": 50, "inputs": 20}
+
+
+def _limit(analysis: Analysis, section: str) -> int | None:
+    return None if getattr(analysis, "full", False) else LIMITS[section]
+
+
+def _more(left: int, what: str = "more") -> list[str]:
+    """The line that counts the rows a section leaves out (none when it leaves none out)."""
+    return ["", f"… {left:,} {what} {MORE_HINT}"] if left > 0 else []
 
 
 _cell = safe.markdown  # untrusted names and text: no HTML, link, row or line can come out of them
@@ -57,16 +72,20 @@ def incidents_md(analysis: Analysis) -> list[str]:
         return []
     out = ["## Incidents", "", "Most severe first. The lead is the earliest lower-level error on either side, else "
            "the earliest specific LLM-DataDist code.", ""]
-    for inc in incidents:
+    limit = _limit(analysis, "incidents")
+    for inc in incidents[:limit]:
         lead = inc.lead
-        out += [f"### {inc.id}. {_cell(' + '.join(inc.nodes))} ({_cell(span_of(inc.start, inc.end))}, "
+        nodes = " + ".join(node_label(None if n == NO_NODE else n, lead.source) for n in inc.nodes)
+        out += [f"### {inc.id}. {_cell(nodes)} ({_cell(span_of(inc.start, inc.end))}, "
                 f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), "",
                 f"- **Lead:** {_cell(lead.family)} {_cell(lead.code)} ({_cell(lead.meaning)}) on "
-                f"{_cell(lead.node or '(no node)')}, `{_code(lead.source)}:{lead.line}`",
+                f"{_cell(node_label(lead.node, lead.source))}, `{_code(lead.source)}:{lead.line}`",
                 f"- **Action: `{inc.action_word}`** {_cell(inc.action)}", ""]
         shown = context_lines(analysis, lead.source, lead.line)
         lines = [f"{'>' if n == lead.line else ' '}{n:>6}  {t}" for n, t in shown] or [lead.text]
         out += _code_block(lines) + [""]
+    if limit is not None and len(incidents) > limit:
+        out += _more(len(incidents) - limit, "more incidents")[1:] + [""]
     return out
 
 
@@ -76,11 +95,11 @@ def related_md(analysis: Analysis) -> list[str]:
         return []
     out = ["## Related errors", "", "Runtime, HCCL, socket, CANN, HIXL, torch_npu and MindIE errors (not "
            "LLM-DataDist codes).", "", "| where | node | time | family | code | meaning |", "|---|---|---|---|---|---|"]
-    for e in analysis.related[:MAX_FINDINGS]:
+    limit = _limit(analysis, "related")
+    for e in analysis.related[:limit]:
         out.append(f"| `{_code(e.source)}:{e.line}` | {_cell(e.node or '')} | {_cell(e.timestamp or '')} | "
                    f"{_cell(e.family)} | {_cell(e.code)} | {_cell(e.meaning)} |")
-    if len(analysis.related) > MAX_FINDINGS:
-        out.append(f"\n{len(analysis.related) - MAX_FINDINGS} more related errors: see the JSON report.")
+    out += _more(len(analysis.related) - len(analysis.related[:limit]), "more related errors")
     return out + [""]
 
 
@@ -94,12 +113,14 @@ def render(analysis: Analysis) -> str:
     skipped = analysis.inputs.to_dict()["skipped"]
     if skipped:
         out += ["## Skipped inputs", "", "| input | reason |", "|---|---|"]
-        out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped]
+        out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped[:_limit(analysis, "inputs")]]
+        out += _more(len(skipped) - len(skipped[:_limit(analysis, "inputs")]), "more skipped")
         out.append("")
     notes = analysis.inputs.to_dict().get("notes", [])
     if notes:  # read in full with a caveat, or ddtriage's own report left out: no data lost
         out += ["## Notes on inputs", "", "| input | note |", "|---|---|"]
-        out += [f"| {_cell(x['source'])} | {_cell(x['note'])} |" for x in notes]
+        out += [f"| {_cell(x['source'])} | {_cell(x['note'])} |" for x in notes[:_limit(analysis, "inputs")]]
+        out += _more(len(notes) - len(notes[:_limit(analysis, "inputs")]), "more notes")
         out.append("")
     known = known_errors_lines(analysis)
     if known:
@@ -112,33 +133,42 @@ def render(analysis: Analysis) -> str:
     if not s.findings:
         return "\n".join(out).rstrip("\n") + "\n"
     out += _recurring(analysis)
-    out += _diagnosis(s)
+    out += _diagnosis(s, _limit(analysis, "diagnosis"))
     out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
-    for node in s.nodes:
+    nodes = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
+    limit = _limit(analysis, "nodes")
+    for node in nodes[:limit]:
         kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
-        out.append(f"| {_cell(node.node or '(no node)')} | {node.findings} | {node.unrecoverable} | {_cell(kinds)} |")
+        name = node_label(node.node, node.sources[0] if node.sources else None, node.more_sources)
+        out.append(f"| {_cell(name)} | {node.findings} | {node.unrecoverable} | {_cell(kinds)} |")
+    out += _more(len(nodes) - len(nodes[:limit]), "more nodes")
     out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
             "|---:|---|---|---|---|---|---|---|"]
-    for r in s.codes:
+    limit = _limit(analysis, "codes")
+    codes = sorted(s.codes, key=lambda r: r.name == "LLM_FAILED")  # the generic echo after the specific codes
+    for r in codes[:limit]:
         out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
+    out += _more(len(s.codes) - len(s.codes[:limit]), "more rows")
     out += ["", "## Findings", ""]
     if len(s.folded) < s.findings:
         out += ["Repeats are folded: findings with the same code, API, rule, message shape and node are one row.", ""]
-    out += ["| where | node | time | code | API (evidence) | action |", "|---|---|---|---|---|---|"]
-    shown = 0
-    for row in s.folded[:MAX_FINDINGS]:
+    out += ["Specific codes not known recoverable first, then the biggest; the generic LLM_FAILED echoes last.", "",
+            "| where | node | time | code | API (evidence) | action | rule | fingerprint |",
+            "|---|---|---|---|---|---|---|---|"]
+    folded = sorted(s.folded, key=lambda r: (r.name == "LLM_FAILED", r.recoverable is True, -r.count))
+    limit = _limit(analysis, "findings")
+    for row in folded[:limit]:
         api = f"{row.api} ({row.evidence})" if row.api else "-"
         where = f"`{_code(row.first_source)}:{row.first_line}`"
         when = row.first_timestamp or ""
         if row.count > 1:
             when = fold_span(row)
         out.append(f"| {where} | {_cell(row.node or '')} | {_cell(when)} | "
-                   f"{_cell(row.name or row.code)} | {_cell(api)} | {row.action} |")
-        shown += row.count
-    if s.findings > shown:
-        out.append(f"\n{s.findings - shown} more findings: see the JSON report.")
+                   f"{_cell(row.name or row.code)} | {_cell(api)} | {row.action} | {_cell(row.rule)} | "
+                   f"`{row.fingerprint}` |")
+    out += _more(len(folded) - len(folded[:limit]), "more rows")
     return "\n".join(out) + "\n"
 
 
@@ -152,16 +182,18 @@ def _recurring(analysis: Analysis) -> list[str]:
     out = [f"## Recurring across {bundles} bundles and {len(s.nodes)} nodes", "",
            "| bundles | nodes | findings | code | API | action | first seen | last seen | first at |",
            "|---:|---:|---:|---|---|---|---|---|---|"]
-    for r in rows:
+    limit = _limit(analysis, "recurring")
+    for r in rows[:limit]:
         out.append(f"| {r.bundles} | {r.nodes} | {r.findings} | {_cell(describe_code(r.code, r.name))} | "
                    f"{_cell(r.api or '-')} | {r.action} | {_cell(r.first_seen or '')} | {_cell(r.last_seen or '')} | "
                    f"`{_code(r.first_at)}` |")
+    out += _more(len(rows) - len(rows[:limit]), "more")
     if s.more_fingerprints and len(rows) == len(s.fingerprints):
         out.append(f"\nand up to {s.more_fingerprints} more: see the JSON report.")
     return out + [""]
 
 
-def _diagnosis(s: Summary) -> list[str]:
+def _diagnosis(s: Summary, limit: int | None = None) -> list[str]:
     """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
     out = ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
     storm = is_storm(s)
@@ -170,7 +202,7 @@ def _diagnosis(s: Summary) -> list[str]:
                 f"and node); {s.burst_count:,} bursts into {len(s.burst_groups):,} groups (same lead and node), "
                 "one entry per group.", ""]
     entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
-    for n, (b, group) in enumerate(entries, 1):
+    for n, (b, group) in enumerate(entries[:limit], 1):
         lead = b.lead
         when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
         out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
@@ -189,6 +221,6 @@ def _diagnosis(s: Summary) -> list[str]:
             span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
             out.append(f"   And {group.bursts - 1:,} more bursts like this one, "
                        f"{group.findings:,} findings in all{span}.")
-    if not storm and s.burst_count > len(s.bursts):
-        out.append(f"\n{s.burst_count - len(s.bursts)} more bursts: see the JSON findings.")
+    total = len(entries) if storm else s.burst_count
+    out += _more(total - len(entries[:limit]), "more groups of bursts" if storm else "more bursts")
     return out

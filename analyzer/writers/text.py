@@ -19,33 +19,47 @@ colour) on a terminal.
         2025-11-12T03:40:08.100000, NOT recoverable
         -> relink [wait-timeout-transfer]
            The transfer timed out and the link is now unrecoverable: ...
+     … 30 more bursts (see --format json, or --full)
+    ...
+    Findings by fingerprint and node, not known recoverable first
+    count  code                   api           action
+    x3,000  LLM_WAIT_PROC_TIMEOUT  PullKvBlocks  relink
+            [wait-timeout-transfer]  082733af5041ec9c
+            …/plog-4811_20251112034000000.log:1
+
+The first screen (24 lines) is the diagnosis: the incidents, the most severe told in full. Every
+section is bounded (`BUDGET` lines: its first rows, most severe or biggest first, then one `… N
+more` line), so a report is at most about 200 lines (`TOTAL`) whatever the input; `--full`
+(`Analysis.full`) lifts every bound. No identifier is cut across lines (`layout`).
 """
 
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.headers import parse_header
 from . import safe
 from .common import (
+    NO_NODE,
     Style,
     context_lines,
     describe_api,
     describe_burst_extras,
     describe_causes,
     describe_code,
-    fold_span,
     inputs_line,
     is_storm,
     known_errors_lines,
+    log_name,
+    node_label,
     plural,
     recoverable_word,
     short_source,
     span_of,
 )
+from .layout import NBSP, bounded, table, wrap
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -55,124 +69,166 @@ if TYPE_CHECKING:
 name = "text"
 suffix = ".txt"
 
-WIDTH = 80
-MAX_BURSTS = 25
-MAX_FINDINGS = 200
-MAX_RECURRING = 8  # failures shown across bundles, on the first screen
-MAX_BUNDLES = 10
-# A storm (`common.is_storm`) gets a short report: STORM_GROUPS groups of bursts in full, then at
-# most STORM_ROWS rows per table (~200 lines whatever the number of findings).
-STORM_GROUPS = 6
-STORM_ROWS = 15
-MAX_INCIDENTS = 10
-MAX_RELATED = 40
+WIDTH = 80  # a pipe or a file; a terminal gets its own width
+# Every section is bounded to a number of lines (its rows, most severe or most frequent first, then
+# one `… N more (see --format json, or --full)` line), so that the report of any input fits in
+# about 200 lines; `--full` (`Analysis.full`) prints every row.
+TOTAL = 196  # what the short sections leave of it goes to the two tables at the end ...
+MAX_TABLE = 60  # ... up to this many lines each
+BUDGET = {"incidents": 48, "recurring": 12, "related": 10, "diagnosis": 34, "inputs": 8, "nodes": 8,
+          "bundles": 8, "codes": 16, "findings": 18}
+GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
+MAX_NODES = 3  # nodes named in an incident's heading
+MAX_ALSO = 4  # other codes of a burst named (the rest are counted)
+FULL_INCIDENTS = 3  # incidents told in full (story, lead, action) while they fit; the others in two lines
 
 
 def _wrap(text: str, indent: str, width: int = WIDTH, rest: str | None = None) -> list[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent if rest is None else rest,
-                         break_long_words=True, break_on_hyphens=False) or [indent]
+    return wrap(text, width, indent, rest)
 
 
 def write(analysis: Analysis, out: TextIO, width: int | None = None, color: bool = False) -> None:
     out.write(render(analysis, width or WIDTH, Style(color)))
 
 
-def render(analysis: Analysis, width: int = WIDTH, style: Style | None = None) -> str:
+def render(analysis: Analysis, width: int = WIDTH, style: Style | None = None, full: bool | None = None) -> str:
     # Names and log text come from untrusted bundles: every line is made safe for a terminal; our
     # own colour is added after that, so no log text can carry an escape sequence through.
-    lines = [safe.terminal(line) for line in _lines(analysis, width).split("\n")]
+    full = bool(getattr(analysis, "full", False)) if full is None else full
+    lines = [safe.terminal(line) for line in _lines(analysis, width, full).split("\n")]
     if style is not None and style.color:
         lines = paint(lines, analysis.summary.incidents, style)
     return "\n".join(lines)
 
 
-def _lines(analysis: Analysis, width: int = WIDTH) -> str:
+def _budget(section: str, full: bool) -> int | None:
+    return None if full else BUDGET[section]
+
+
+def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
+    """The diagnosis first (the incidents: what failed first, where, what to do), then the counts
+    and tables."""
     s, st = analysis.summary, Style(False)
     out = _wrap("ddtriage: " + inputs_line(analysis), "", width)
-    for skipped in analysis.inputs.to_dict()["skipped"]:
-        out += _wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ", width)
-    for noted in analysis.inputs.to_dict().get("notes", []):  # read in full (or ddtriage's own report)
-        out += _wrap(f"note {noted['source']}: {noted['note']}", "  ", width)
-    for line in known_errors_lines(analysis):
-        out += _wrap(line.strip(), "    " if line.startswith(" ") else "", width)
-    out += _recurring(analysis, width)  # across bundles: a few lines, then the incidents
-    if is_storm(s):
-        out += [""] + _wrap(f"Storm: {plural(s.findings, 'finding')} fold into {plural(len(s.folded), 'row')} "
-                            f"(same code, API, rule, message shape and node), {plural(s.burst_count, 'burst')} "
-                            f"into {plural(len(s.burst_groups), 'group')} (same lead and node).", "", width)
+    storm = is_storm(s)
     if s.incidents:
-        out += incidents_section(analysis, width, st)
+        out += incidents_section(analysis, width, st, full)
+    elif s.findings:  # no incidents (a summary rebuilt after --baseline/--suppressions): the bursts first
+        out += _diagnosis(s, storm, width, full)
     if not s.findings:
         out += ["", st.bold("No LLM-DataDist status codes found.")]
-    out += related_section(analysis, width, st)
+    out += _recurring(analysis, width, full)  # across bundles
+    out += related_section(analysis, width, st, full)
+    out += _inputs(analysis, width, full)
     if not s.findings:
         return "\n".join(out) + "\n"
-    storm = is_storm(s)
-    out += _diagnosis(s, storm, width)
-
-    out += ["", st.bold("By node")]
-    for node in s.nodes[:STORM_ROWS if storm else None]:
-        kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
-        out += _wrap(f"{node.node or '(no node)'}: {plural(node.findings, 'finding')} "
-                     f"({node.unrecoverable} not known recoverable; {kinds})", "  ", width)
-    if storm and len(s.nodes) > STORM_ROWS:
-        out.append(f"  ... {len(s.nodes) - STORM_ROWS} more nodes (see --format json)")
-
-    out += _by_bundle(analysis, width)
-    out += ["", st.bold("Codes by API")]
-    out.append(f"{'count':>5}  {'code':<31}  {'api':<17}  action [rule]")
-    for row in s.codes[:STORM_ROWS if storm else None]:
-        code = row.name or f"unknown {row.code}"
-        out += textwrap.wrap(f"{row.count:>5}  {code:<31}  {row.api or '-':<17}  {row.action} [{row.rule}]",
-                             width, subsequent_indent=" " * 59, break_on_hyphens=False)
-    if storm and len(s.codes) > STORM_ROWS:
-        rest = sum(r.count for r in s.codes[STORM_ROWS:])
-        out.append(f"... {len(s.codes) - STORM_ROWS} more rows, {plural(rest, 'finding')} (see --format json)")
-
-    out += ["", "Findings" + (" (repeats folded: same code, API, rule, message shape and node)"
-                              if len(s.folded) < s.findings else "")]
-    shown = 0
-    for fold in s.folded[:STORM_ROWS if storm else MAX_FINDINGS]:
-        where = short_source(fold.first_source, max(44, width - 36), fold.node)
-        out += textwrap.wrap(f"{where}:{fold.first_line}  {fold.name or fold.code}  {fold.api or '-'}  {fold.action}",
-                             width, subsequent_indent="    ", break_on_hyphens=False)
-        if fold.count > 1:
-            out += _wrap(fold_span(fold), "    ", width)
-        shown += fold.count
-    if s.findings > shown:
-        out.append(f"... {s.findings - shown} more findings (see --format json)")
-    return "\n".join(out) + "\n"
+    if s.incidents:
+        out += _diagnosis(s, storm, width, full)
+    out += _by_node(s, width, full)
+    out += _by_bundle(analysis, width, full)
+    codes, findings = _budget("codes", full), _budget("findings", full)
+    tables = _codes(s, width, codes) + _findings(s, width, findings)
+    spare = TOTAL - len(out) - len(tables)
+    if codes is not None and findings is not None and spare > 0:  # room left: longer tables
+        more_codes = min(spare // 2, MAX_TABLE - codes)
+        more_findings = min(spare - more_codes, MAX_TABLE - findings)
+        while True:
+            tables = _codes(s, width, codes + more_codes) + _findings(s, width, findings + more_findings)
+            if len(out) + len(tables) <= TOTAL or not (more_codes or more_findings):
+                break
+            if more_findings >= more_codes:
+                more_findings -= 1
+            else:
+                more_codes -= 1
+    return "\n".join(out + tables) + "\n"
 
 
-def _diagnosis(s: Summary, storm: bool, width: int = WIDTH) -> list[str]:
+def _inputs(analysis: Analysis, width: int, full: bool) -> list[str]:
+    """What was skipped or noted while reading, and what --baseline and --suppressions hid."""
+    blocks = []
+    for skipped in analysis.inputs.to_dict()["skipped"]:
+        blocks.append(_wrap(f"skipped {skipped['source']}: {skipped['reason']}", "  ", width, rest="      "))
+    for noted in analysis.inputs.to_dict().get("notes", []):  # read in full (or ddtriage's own report)
+        blocks.append(_wrap(f"note {noted['source']}: {noted['note']}", "  ", width, rest="      "))
+    for line in known_errors_lines(analysis, limit=10**9 if full else 20):
+        blocks.append(_wrap(line.strip(), "    " if line.startswith(" ") else "  ", width, rest="      "))
+    if not blocks:
+        return []
+    return ["", "Inputs"] + bounded(blocks, _budget("inputs", full), indent="  ")
+
+
+def _by_node(s: Summary, width: int, full: bool) -> list[str]:
+    """Nodes, most findings not known recoverable first, then most findings."""
+    rows = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
+    blocks = []
+    for node in rows[:_budget("nodes", full)]:
+        kinds = ", ".join(f"{n:,} {k}" for k, n in node.kinds)
+        name = node.node or node_label(None, node.sources[0] if node.sources else None, node.more_sources)
+        blocks.append(_wrap(f"{name}: {plural(node.findings, 'finding')} "
+                            f"({node.unrecoverable:,} not known recoverable; {kinds})", "  ", width, rest="      "))
+    return ["", "By node, worst first"] + bounded(blocks, _budget("nodes", full), total=len(rows), what="more nodes",
+                                                  indent="  ")
+
+
+def _codes(s: Summary, width: int, budget: int | None) -> list[str]:
+    """Codes by API: not recoverable first, then most frequent (the summary's order)."""
+    codes = sorted(s.codes, key=lambda r: r.name == GENERIC)  # the generic echo after the specific codes
+    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"]
+             for r in codes[:budget]]  # a row takes a line at least: no more can show
+    head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]"], right=(0,))
+    return ["", "Codes by API, not recoverable first", *head] + bounded(
+        rows, budget, total=len(codes), what="more rows", indent="")
+
+
+def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
+    """Findings folded by fingerprint and node: specific codes not known recoverable first, then the
+    biggest; the generic LLM_FAILED echoes last."""
+    folded = sorted(s.folded, key=lambda r: (r.name == GENERIC, r.recoverable is True, -r.count))
+    cells = []
+    for r in folded[:budget]:
+        where = place(r.first_source, r.first_line, width - 8, r.node)
+        cells.append([f"x{r.count:,}", r.name or r.code, r.api or "-", r.action, f"[{r.rule}]", r.fingerprint,
+                      where])
+    head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]", "fingerprint", "first at"],
+                       right=(0,))
+    title = "Findings" + (" by fingerprint and node, not known recoverable first" if len(s.folded) < s.findings
+                          else ", not known recoverable first")
+    return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, total=len(folded), what="more rows")
+
+
+def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) -> list[str]:
     """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
     out = ["", f"Diagnosis: {plural(s.burst_count, 'burst')}"
            + (f" in {plural(len(s.burst_groups), 'group')}" if storm else "") + ", most severe first"]
+    if storm:
+        out += _wrap(f"Storm: {plural(s.findings, 'finding')} fold into {plural(len(s.folded), 'row')} "
+                     f"(same code, API, rule, message shape and node), {plural(s.burst_count, 'burst')} "
+                     f"into {plural(len(s.burst_groups), 'group')} (same lead and node).", "", width)
     entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
-    limit = STORM_GROUPS if storm else MAX_BURSTS
-    for n, (burst, group) in enumerate(entries[:limit], 1):
-        out += _burst(n, burst, width)
+    blocks = []
+    for n, (burst, group) in enumerate(entries[:_budget("diagnosis", full)], 1):
+        lines = _burst(n, burst, width, full)
         if group is not None and group.bursts > 1:
             span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
-            out += textwrap.wrap(f"+ {plural(group.bursts - 1, 'more burst')} like this one, "
-                                 f"{plural(group.findings, 'finding')} in all{span}", width,
-                                 initial_indent="    ", subsequent_indent="      ", break_on_hyphens=False)
+            lines += _wrap(f"+ {plural(group.bursts - 1, 'more burst')} like this one, "
+                           f"{plural(group.findings, 'finding')} in all{span}", "    ", width, rest="      ")
+        blocks.append(lines)
     total = len(entries) if storm else s.burst_count
-    if total > limit:
-        out.append(f"... {total - limit} more {'groups of bursts' if storm else 'bursts'} (see --format json)")
-    return out
+    return out + bounded(blocks, _budget("diagnosis", full), total=total,
+                         what="more groups of bursts" if storm else "more bursts")
 
 
-def _burst(n: int, burst: Burst, width: int = WIDTH) -> list[str]:
+def _burst(n: int, burst: Burst, width: int = WIDTH, full: bool = False) -> list[str]:
     lead = burst.lead
     first, last = burst.first_line, burst.last_line
     span = f":{first}" + (f"-{last}" if last != first else "")
     where = short_source(burst.source, width - 4 - len(span), burst.node) + span
+    if len(where) > width - 4:
+        where = f"…/{log_name(burst.source)}{span}"
     if burst.node and burst.node not in burst.source:
         where = f"{burst.node}: {where}"
-    out = textwrap.wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} "
-                        f"{describe_api(lead.api, lead.api_evidence)}", width, subsequent_indent="    ",
-                        break_on_hyphens=False)
+    out = _wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} {describe_api(lead.api, lead.api_evidence)}", "",
+                width, rest="    ")
     out += _wrap(where, "    ", width)
     when = lead.timestamp or (f"~{lead.inferred_time} (from the lines before)" if lead.inferred_time
                               else "no timestamp")
@@ -181,14 +237,13 @@ def _burst(n: int, burst: Burst, width: int = WIDTH) -> list[str]:
         out += _wrap("likely cause: " + describe_causes(burst.causes), "    ", width)
     out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ", width)
     out += _wrap(lead.remedy, "       ", width)
-    extras = describe_burst_extras(burst)
+    extras = describe_burst_extras(burst, None if full else MAX_ALSO)
     if extras:
-        out += textwrap.wrap("+ " + extras, width, initial_indent="    ", subsequent_indent="      ",
-                             break_on_hyphens=False)
+        out += _wrap("+ " + extras, "    ", width, rest="      ")
     return out
 
 
-def _recurring(analysis: Analysis, width: int = WIDTH) -> list[str]:
+def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> list[str]:
     """The failures seen in more than one bundle, most widespread first (a multi-bundle scan only)."""
     s = analysis.summary
     bundles = len(s.bundles) + s.more_bundles
@@ -197,47 +252,45 @@ def _recurring(analysis: Analysis, width: int = WIDTH) -> list[str]:
         return []
     rows = [r for r in recurring if not r.generic]
     echoes = [r for r in recurring if r.generic]  # ranked last: folded into one line
-    out = ["", f"Recurring across {plural(bundles, 'bundle')} and {plural(len(s.nodes), 'node')}: "
-               f"{plural(len(rows), 'failure')} in more than one bundle",
+    out = ["", *_wrap(f"Recurring across {plural(bundles, 'bundle')} and {plural(len(s.nodes), 'node')}: "
+                      f"{plural(len(rows), 'failure')} in more than one bundle", "", width),
            f"{'bundles':>7} {'nodes':>5} {'count':>6}  failure"]
-    for r in rows[:MAX_RECURRING]:
-        out += textwrap.wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
-                             f"{'from ' + r.api if r.api else '(API unknown)'} -> {r.action}", width,
-                             subsequent_indent=" " * 22, break_on_hyphens=False)
+    blocks = []
+    for r in rows[:_budget("recurring", full)]:
+        lines = _wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
+                      f"{'from ' + r.api if r.api else '(API unknown)'} -> {r.action}", "", width, rest=" " * 22)
         if r.first_seen and r.last_seen:
-            out.append(" " * 22 + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
-    if len(rows) > MAX_RECURRING:
-        more = len(rows) - MAX_RECURRING
-        out.append(f"  ... and {'at least ' if s.more_fingerprints else ''}{more} more (see --format json)")
+            lines.append(" " * max(4, min(22, width - 42)) + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
+        blocks.append(lines)
+    out += bounded(blocks, _budget("recurring", full), total=len(rows),
+                   what="more" + (" (at least)" if s.more_fingerprints else ""), indent="  ")
     if echoes:
         r = echoes[0]
         count = sum(e.findings for e in echoes)
-        out += textwrap.wrap(
+        out += _wrap(
             f"  + {'at least ' if s.more_fingerprints else ''}{count} generic {describe_code(r.code, r.name)} echoes "
             f"of these from {plural(len({e.api for e in echoes}), 'API')}, in up to "
-            f"{plural(max(e.bundles for e in echoes), 'bundle')}", width, subsequent_indent="    ",
-            break_on_hyphens=False)
+            f"{plural(max(e.bundles for e in echoes), 'bundle')}", "", width, rest="    ")
     return out
 
 
-def _by_bundle(analysis: Analysis, width: int = WIDTH) -> list[str]:
+def _by_bundle(analysis: Analysis, width: int = WIDTH, full: bool = False) -> list[str]:
     s = analysis.summary
     total = len(s.bundles) + s.more_bundles
     if total < 2:
         return []
-    out = ["", "By bundle, worst first"]
-    for b in s.bundles[:MAX_BUNDLES]:
+    blocks = []
+    for b in s.bundles:
         nodes = ", ".join(b.nodes) + (f" and {b.more_nodes} more" if b.more_nodes else "")
-        out += _wrap(f"{short_source(b.bundle or '(none)', 40)}: {plural(b.findings, 'finding')} "
-                     f"({b.unrecoverable} not known recoverable, {plural(b.failures, 'failure')})"
-                     + (f"; {nodes}" if nodes else ""), "  ", width)
-    if total > MAX_BUNDLES:
-        out.append(f"  ... and {total - MAX_BUNDLES} more bundles")
-    return out
+        blocks.append(_wrap(f"{short_source(b.bundle or '(none)', 40)}: {plural(b.findings, 'finding')} "
+                            f"({b.unrecoverable} not known recoverable, {plural(b.failures, 'failure')})"
+                            + (f"; {nodes}" if nodes else ""), "  ", width, rest="      "))
+    return ["", "By bundle, worst first"] + bounded(blocks, _budget("bundles", full), total=total,
+                                                    what="more bundles", indent="  ")
 
 
 _TITLES = ("Incidents:", "Related errors", "Diagnosis:", "By node", "Codes by API", "Findings", "Recurring",
-           "Storm:", "No LLM-DataDist", "By bundle")
+           "Storm:", "No LLM-DataDist", "By bundle", "Inputs")
 _HEAD = re.compile(r"^( ?\d+)\. ")
 
 
@@ -266,28 +319,57 @@ def paint(lines: list[str], incidents: Sequence[Incident], st: Style) -> list[st
     return out
 
 
-def incidents_section(analysis: Analysis, width: int, st: Style) -> list[str]:
-    """The incidents, most severe first: nodes and time, story, lead (with its context), action."""
+def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = False) -> list[str]:
+    """The incidents, most severe first: nodes and time, story, lead (with its context), action.
+    The first few are told in full while they fit; the others in a line or two each."""
     incidents = analysis.summary.incidents
     out = ["", st.bold(f"Incidents: {len(incidents)}, most severe first")]
-    for inc in incidents[:MAX_INCIDENTS]:
-        out += incident_lines(analysis, inc, width, st)
-    if len(incidents) > MAX_INCIDENTS:
-        out.append(f"... {len(incidents) - MAX_INCIDENTS} more incidents (see --format json)")
+    budget = _budget("incidents", full)
+    blocks = []
+    used = 0
+    for n, inc in enumerate(incidents[:budget]):
+        lines = incident_lines(analysis, inc, width, st, full)
+        if not full and n and (n >= FULL_INCIDENTS or budget is None or used + len(lines) > budget * 3 // 4):
+            lines = incident_short(inc, width, st)
+        used += len(lines)
+        blocks.append(lines)
+    return out + bounded(blocks, budget, total=len(incidents), what="more incidents")
+
+
+def incident_nodes(inc: Incident, full: bool = False) -> str:
+    """`decode-node-2 + prompt-node-1`; a side without a node name is named by its log; the
+    first MAX_NODES of many, then how many more."""
+    names = [node_label(None if n == NO_NODE else n, inc.lead.source) for n in inc.nodes]
+    if not full and len(names) > MAX_NODES + 1:
+        names = names[:MAX_NODES] + [plural(len(names) - MAX_NODES, "more node")]
+    return " + ".join(names)
+
+
+def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
+    """An incident in a line or two: nodes, time, size, action and lead."""
+    lead = inc.lead
+    head = f"{inc.id:>2}. {incident_nodes(inc)}"
+    what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
+        f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
+    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
+                f"{inc.action_word}; lead {what} at {place(lead.source, lead.line, width - 4, lead.node)}",
+                "", width, rest="    ")
+    if out[0].startswith(head):
+        out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     return out
 
 
-def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style) -> list[str]:
+def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
-    head = f"{inc.id:>2}. " + " + ".join(inc.nodes)
-    out = textwrap.wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", width,
-                        subsequent_indent="    ", break_on_hyphens=False)
+    head = f"{inc.id:>2}. " + incident_nodes(inc, full)
+    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", "", width,
+                rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     out += _wrap(inc.story, "    ", width)
     where = f"{lead.node}: " if lead.node and lead.node not in lead.source else ""
-    out += _wrap(f"{where}{short_source(lead.source, width - 12 - len(where), lead.node)}:{lead.line}",
-                 "    lead  ", width, rest="          ")
+    out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node), "    lead  ", width,
+                 rest="          ")
     shown = context_lines(analysis, lead.source, lead.line)
     if shown:
         for n, text in shown:
@@ -299,6 +381,15 @@ def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style) -> 
     said = _wrap(f"{inc.action_word}: {inc.action}", "    ->    ", width, rest="          ")
     said[0] = said[0].replace(inc.action_word, st.action(inc.action_word), 1)
     return out + said
+
+
+def place(source: str, line: int, width: int, node: str | None = None) -> str:
+    """`source:line` in `width` columns: folders dropped from the middle, then all of them but
+    the file name's (`…/plog-1.log:61`), which is cut with `…` only when it is wider on its own."""
+    text = f"{short_source(source, width - len(str(line)) - 1, node)}:{line}"
+    if len(text) > width:
+        text = f"…/{log_name(source)}:{line}"
+    return _clip(text, width)
 
 
 def compact(text: str) -> str:
@@ -325,7 +416,7 @@ def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(0, width - 1)] + "…"
 
 
-def related_section(analysis: Analysis, width: int, st: Style) -> list[str]:
+def related_section(analysis: Analysis, width: int, st: Style, full: bool = False) -> list[str]:
     """Neighbour-family errors on their own (they may be the whole story: a HIXL-only failure),
     one row per node, family and code, first seen first."""
     related = analysis.related
@@ -336,14 +427,13 @@ def related_section(analysis: Analysis, width: int, st: Style) -> list[str]:
         rows.setdefault((e.node, e.family, e.code), []).append(e)
     ordered = sorted(rows.values(), key=lambda es: (min(x.timestamp or "~" for x in es), es[0].source, es[0].line))
     out = [""] + [st.bold(line) for line in _wrap(
-        f"Related errors (not LLM-DataDist): {len(related)}, by node, family and code, first seen first", "", width)]
-    for events in ordered[:MAX_RELATED]:
+        f"Related errors (not LLM-DataDist): {len(related):,}, by node, family and code, first seen first", "", width)]
+    blocks = []
+    for events in ordered[:_budget("related", full)]:
         e = min(events, key=lambda x: (x.timestamp or "~", x.source, x.line))
         where = f"{e.node}: " if e.node and e.node not in e.source else ""
         loc = f"{where}{short_source(e.source, max(30, width - 44 - len(where)), e.node)}:{e.line}"
-        more = f" x{len(events)}" if len(events) > 1 else ""
-        out += _wrap(f"{loc}  {e.family} {e.code} ({e.meaning}){more}"
-                     + (f" at {e.timestamp[11:23]}" if e.timestamp else ""), "  ", width, rest="      ")
-    if len(ordered) > MAX_RELATED:
-        out.append(f"  ... {len(ordered) - MAX_RELATED} more (see --format json)")
-    return out
+        more = f" x{len(events):,}" if len(events) > 1 else ""
+        blocks.append(_wrap(f"{loc}  {e.family}{NBSP}{e.code} ({e.meaning}){more}"
+                            + (f" at {e.timestamp[11:23]}" if e.timestamp else ""), "  ", width, rest="      "))
+    return out + bounded(blocks, _budget("related", full), total=len(ordered), what="more", indent="  ")

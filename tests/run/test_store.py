@@ -125,11 +125,14 @@ def test_storm_text_report_is_short_and_leads_with_the_diagnosis(tmp_path):
     lines = text.splitlines()
     assert len(lines) <= 60
     assert lines[0].startswith("ddtriage: 3,429 findings")
-    assert any(line.startswith("Storm: 3,429 findings fold into 2 rows") for line in lines[:6])
+    assert lines[3] == "Incidents: 1, most severe first" and "->    relink:" in "\n".join(lines[:24])
     diagnosis = lines.index(next(line for line in lines if line.startswith("Diagnosis:")))
-    assert "LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks" in lines[diagnosis + 1]
+    assert lines[diagnosis + 1].startswith("Storm: 3,429 findings fold into 2 rows")
+    assert "LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks" in lines[diagnosis + 3]
     assert "-> relink [wait-timeout-transfer]" in text.split("By node")[0]
-    assert "x3,000 to line" in text and "x429 to line" in text
+    rows = text.split("Findings by fingerprint and node")[1].splitlines()
+    assert [r.split()[:2] for r in rows if r.lstrip().startswith("x")] == [["x3,000", "LLM_WAIT_PROC_TIMEOUT"],
+                                                                           ["x429", "LLM_FAILED"]]
     _, md = run(str(path), "--format", "markdown")
     assert "Storm: 3,429 findings fold into 2 rows" in md and md.count("\n| `") == 2
 
