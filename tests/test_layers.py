@@ -48,3 +48,18 @@ def test_a_worker_that_scans_imports_no_writer() -> None:
     loaded = _imported_by("from analyzer.run import parallel\nfrom analyzer.detect.engine import Engine")
     assert not {m for m in loaded if m.startswith(("analyzer.writers", "analyzer.cli"))}
     assert not {"pandas", "pyarrow", "dask"} & loaded
+
+
+def test_no_two_module_constants_share_a_name() -> None:
+    """A name means one thing (issue #16: LOOKBACK_LINES was 40 in one module and 12 in another)."""
+    import ast
+
+    seen: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.isupper() and len(t.id) > 1:
+                    seen.setdefault(t.id, []).append(str(path.relative_to(PACKAGE)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

@@ -65,11 +65,11 @@ def refusal(output: str, paths: Sequence[str], selection: Selection, what: str =
 
 def _own(path: str) -> bool:
     """Whether `path` holds a report or baseline ddtriage wrote (a later scan leaves it out)."""
-    from ..inputs.own import HEAD, own_document
+    from ..inputs.own import OWN_REPORT_HEAD, own_document
 
     try:
         with open(path, "rb") as handle:
-            return own_document(handle.read(HEAD)) is not None
+            return own_document(handle.read(OWN_REPORT_HEAD)) is not None
     except OSError:
         return False
 

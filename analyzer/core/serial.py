@@ -198,6 +198,7 @@ _SHARED = ("source", "bundle", "node", "kind", "code", "name", "api", "api_evide
 
 # --- Parquet ---------------------------------------------------------------------------------------
 
+REPORT_VERSION = 1  # the shape of a JSON or Parquet report (its `version`); a change is documented
 PARQUET_METADATA_KEY = b"ddtriage"  # the report's head (inputs, summary, related, links) as JSON
 
 

@@ -36,7 +36,7 @@ try:
 except ImportError:  # pragma: no cover
     _zstd = None
 
-HEAD = 512  # bytes sniffed: one tar header block
+SNIFF_BYTES = 512  # bytes sniffed: one tar header block
 
 
 class Peekable(Protocol):
@@ -49,7 +49,7 @@ class Format:
     except for plain text, which has none."""
 
     name: str
-    test: Callable[[bytes, str], bool]  # (first HEAD bytes, name) -> is it this format?
+    test: Callable[[bytes, str], bool]  # (first SNIFF_BYTES bytes, name) -> is it this format?
     suffixes: tuple[str, ...] = ()  # file-name suffixes, stripped from names (`x.log.gz` -> `x.log`)
     tar_suffixes: tuple[str, ...] = ()  # short for `.tar` + a suffix (`.tgz`)
     codec: Codec | None = None  # a compression: decompress, then look again
@@ -80,10 +80,10 @@ def _is_bzip2(head: bytes, name: str) -> bool:
 def _is_tar(head: bytes, name: str) -> bool:
     if len(head) >= 262 and head[257:262] == b"ustar":
         return True
-    if len(head) == HEAD and _old_tar_checksum_ok(head):
+    if len(head) == SNIFF_BYTES and _old_tar_checksum_ok(head):
         return True
     # An empty tar archive is nothing but zero blocks: only its name tells.
-    return len(head) == HEAD and not head.strip(b"\x00") and strip_compression_suffix(name).endswith(".tar")
+    return len(head) == SNIFF_BYTES and not head.strip(b"\x00") and strip_compression_suffix(name).endswith(".tar")
 
 
 def _old_tar_checksum_ok(block: bytes) -> bool:
@@ -155,7 +155,7 @@ BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 
 
 def detect(head: bytes, name: str = "") -> Format:
-    """The format of a stream that starts with `head` (its first HEAD bytes). A compression is
+    """The format of a stream that starts with `head` (its first SNIFF_BYTES bytes). A compression is
     chosen only when its decoder accepts those bytes; else the table goes on (to plain text)."""
     return next(f for f in FORMATS if f.test(head, name) and (f.codec is None or _decodes(f.codec, head)))
 
@@ -170,7 +170,7 @@ def sniff(stream: Peekable, name: str = "") -> str:
     """Format name of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar, 7z, rar,
     utf-16-le, utf-16-be or text. The name only breaks one tie: an empty tar archive is nothing but zero
     blocks."""
-    return detect(stream.peek(HEAD), name).name
+    return detect(stream.peek(SNIFF_BYTES), name).name
 
 
 def strip_compression_suffix(name: str) -> str:

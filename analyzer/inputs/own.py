@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-HEAD = 4096  # the bytes looked at; every signature below sits well inside them
+OWN_REPORT_HEAD = 4096  # the bytes looked at; every signature below sits well inside them
 
 _SIGNATURES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
     ("baseline", re.compile(rb'\A\s*\{\s*"tool"\s*:\s*"ddtriage"\s*,\s*"baseline"\s*:')),
@@ -32,7 +32,7 @@ _SIGNATURES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
 
 def own_document(head: bytes) -> str | None:
     """What kind of ddtriage report (or baseline) `head` starts, or None for anything else."""
-    head = head[:HEAD].removeprefix(b"\xef\xbb\xbf")
+    head = head[:OWN_REPORT_HEAD].removeprefix(b"\xef\xbb\xbf")
     for kind, signature in _SIGNATURES:
         if signature.match(head):
             return kind

@@ -3,7 +3,7 @@
 Stage: inputs (reading). ISA-L's and zlib's inflate (and bz2's, lzma's) release the GIL, so a
 thread can decompress the next blocks while the scanner works on this one: a big `.gz` then
 costs about the larger of decompressing and scanning, not their sum. At most `AHEAD` blocks of
-`BLOCK` bytes wait in the queue, so memory stays bounded whatever the file's size. A short
+`READ_AHEAD_BLOCK` bytes wait in the queue, so memory stays bounded whatever the file's size. A short
 stream never starts a thread: its first `START` bytes are read in the caller's thread.
 
 Errors keep their place: whatever the layer below raises (a truncated gzip, a bad CRC, the
@@ -26,7 +26,7 @@ from contextlib import suppress
 
 from .streams import Reader
 
-BLOCK = 4 << 20  # bytes asked of the decompressor per read in the thread (a block handed over)
+READ_AHEAD_BLOCK = 4 << 20  # bytes asked of the decompressor per read in the thread (a block handed over)
 AHEAD = 3  # blocks decompressed ahead of the reader, at most
 START = 8 << 20  # bytes read in the caller's thread before a thread is worth starting
 _POLL = 0.1  # seconds between checks, by a blocked thread, that its reader still wants it
@@ -43,7 +43,7 @@ class ReadAhead(io.RawIOBase):
                  ahead: int | None = None, start: int | None = None) -> None:
         self.inner = inner
         self.widen = widen
-        self.block = block or BLOCK
+        self.block = block or READ_AHEAD_BLOCK
         self.ahead = ahead or AHEAD
         self.start = START if start is None else start
         self.direct = 0  # bytes read in the caller's thread

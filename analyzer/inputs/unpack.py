@@ -13,10 +13,9 @@ from collections.abc import Iterator
 
 from ..core.records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
-from .formats import HEAD, detect, lookalike
+from .formats import SNIFF_BYTES, detect, lookalike
 from .names import printable
-from .own import HEAD as OWN_HEAD
-from .own import left_out_reason, own_document
+from .own import OWN_REPORT_HEAD, left_out_reason, own_document
 from .readahead import ReadAhead
 from .selection import Selection
 from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
@@ -64,7 +63,7 @@ class Unpacker:
     def _own_report(self, stream: SafeStream) -> str | None:
         """The kind of ddtriage report `stream` holds, when ddtriage's own reports are left out."""
         try:
-            return own_document(stream.peek(OWN_HEAD)) if self.notes is not None else None
+            return own_document(stream.peek(OWN_REPORT_HEAD)) if self.notes is not None else None
         except LimitExceeded:
             return None  # the read that follows reports it
 
@@ -95,7 +94,7 @@ class Unpacker:
             self.skip(name, f"more than {MAX_LAYERS} layers of compression and archives: not read")
             return
         try:
-            head = stream.peek(HEAD)
+            head = stream.peek(SNIFF_BYTES)
         except LimitExceeded as exc:
             self.skip(name, str(exc))
             return

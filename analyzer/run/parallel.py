@@ -31,8 +31,7 @@ from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
 from ..inputs import SafeStream, Source, sniff, unpack, year_hint
-from ..inputs.own import HEAD as OWN_HEAD
-from ..inputs.own import own_document
+from ..inputs.own import OWN_REPORT_HEAD, own_document
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
@@ -119,7 +118,7 @@ def _is_plain(path: str) -> bool:
             if sniff(SafeStream(handle)) != "text":
                 return False
             handle.seek(0)
-            return own_document(handle.read(OWN_HEAD)) is None
+            return own_document(handle.read(OWN_REPORT_HEAD)) is None
     except OSError:
         return False
 

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, cast
 from ..inputs import READ_ERRORS
 from ..inputs.streams import Reader
 
-BLOCK = 1 << 20
+REJOIN_PEEK_BLOCK = 1 << 20
 MAX_GROUP = 8 << 20  # a logical line longer than this is left in its parts
 DOCKER_PART = 16 << 10  # what Docker puts in one entry of a longer line (its log buffer)
 
@@ -57,7 +57,7 @@ class Rejoined(io.RawIOBase):
         return n
 
     def _fill(self) -> None:
-        chunk = self.inner.read(BLOCK)
+        chunk = self.inner.read(REJOIN_PEEK_BLOCK)
         self.consumed += len(chunk)
         if self.kind == "csv":
             self._fill_csv(chunk)

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from ..run.analysis import Analysis
 
 
-NO_NODE = "(no node)"  # how an incident's `nodes` counts a finding whose path names no node (incidents.NO_NODE)
 
 
 def log_name(source: str) -> str:

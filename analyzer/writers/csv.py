@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 name = "csv"
 suffix = ".csv"
 
-COLUMNS = (*KEY_COLUMNS, "text")
+CSV_COLUMNS = (*KEY_COLUMNS, "text")
 
 
 def _cell(v: object) -> object:
@@ -34,6 +34,6 @@ def _cell(v: object) -> object:
 
 def write(analysis: Analysis, out: TextIO) -> None:
     rows = csv.writer(out, lineterminator="\n")
-    rows.writerow(COLUMNS)
+    rows.writerow(CSV_COLUMNS)
     for f in analysis.findings:
-        rows.writerow([_cell(value(f, c)) for c in COLUMNS])
+        rows.writerow([_cell(value(f, c)) for c in CSV_COLUMNS])

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.records import report_key
-from ..core.serial import finding_dict, finding_lines
+from ..core.serial import REPORT_VERSION, finding_dict, finding_lines
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 name = "json"
 suffix = ".json"
 
-REPORT_VERSION = 1
 
 
 def write(analysis: Analysis, out: TextIO) -> None:

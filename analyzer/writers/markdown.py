@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, TextIO
 
+from ..diagnose.incidents import NO_NODE
 from . import safe
 from .common import (
-    NO_NODE,
     context_lines,
     describe_api,
     describe_burst_extras,

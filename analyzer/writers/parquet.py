@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core.serial import COLUMNS, PARQUET_METADATA_KEY, load_pyarrow, value
+from ..core.serial import COLUMNS, PARQUET_METADATA_KEY, REPORT_VERSION, load_pyarrow, value
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -26,7 +26,6 @@ binary = True  # write() takes a binary stream
 # Findings per row group: the rows of one group are held as Python values until written, and
 # 65,536 of them cost ~120 MiB more than the JSON writer (review D16); 8,192 keep the peak near it.
 ROW_GROUP = 2048  # findings per row group: bounded memory (pyarrow and pandas alone are ~110 MiB)
-REPORT_VERSION = 1
 
 
 def schema() -> Any:

@@ -40,9 +40,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.headers import parse_header
+from ..diagnose.incidents import NO_NODE
 from . import safe
 from .common import (
-    NO_NODE,
     Style,
     context_lines,
     describe_api,

@@ -138,7 +138,7 @@ class Started:
 def small_blocks(monkeypatch, tmp_path_factory):
     """Read-ahead from the first 5 kB, in 30 kB blocks: test files exercise the thread."""
     monkeypatch.setattr(readahead, "START", 5_000)
-    monkeypatch.setattr(readahead, "BLOCK", 30_000)
+    monkeypatch.setattr(readahead, "READ_AHEAD_BLOCK", 30_000)
     started = Started(tmp_path_factory.mktemp("count") / "started")
     start = readahead.ReadAhead._start
 
