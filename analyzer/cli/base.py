@@ -21,6 +21,7 @@ import click
 
 from ..errors import DDTriageError
 from ..rules import RuleSet
+from ..scanner import engine_name
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -106,7 +107,7 @@ DEBUG = {"on": False}  # --debug: an internal error shows its traceback
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="ddtriage")
+@click.version_option(package_name="ddtriage", message=f"%(prog)s, version %(version)s, engine {engine_name()}")
 @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
               help="Settings file (default: .ddtriage.toml or pyproject.toml [tool.ddtriage], from here upwards).")
 @click.option("--debug", is_flag=True, help="On an internal error, show the traceback (before the command).")
