@@ -314,18 +314,15 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
     buffer and the candidate lines only; the counts move at the same points as in the loop above."""
     assert _core is not None
     scan = _core.Scan(matcher, block_size, max_line, history)
-    plain: bool | None = None  # None: not tried yet; the rest of the stream is read by the core
+    plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
-    tries = 0
     failure: BaseException | None = None
     while True:
-        if plain is None and tries < 2:
-            tries += 1
+        if plain is None:  # a few attribute checks a block, until the peeked head is handed out
             rest = _plain_rest(stream)
             if rest is not None:
                 path, dev, ino, offset, limit, report = rest
-                plain = bool(scan.open(path, dev, ino, offset, limit)) or None
-                tries = 2 if not plain else tries
+                plain = bool(scan.open(path, dev, ino, offset, limit))
         if plain:
             block = scan.pull()
         else:
