@@ -47,6 +47,9 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_generated_plog_gives_the_same_report(generated: Path, jobs: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer import parallel
+
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1 << 20)  # cut into byte ranges at --jobs 2
     python = _report([str(generated)], "python", monkeypatch, jobs)
     assert python == _report([str(generated)], "rust", monkeypatch, jobs)
     assert '"remote_clusters": [' in python
