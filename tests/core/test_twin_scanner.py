@@ -28,7 +28,10 @@ ENGINES = ["find"] + (["hyperscan"] if scanner._hyperscan is not None else [])
 
 
 def _prefilters() -> list[Prefilter]:
-    return [Prefilter(LITERALS, e, (), FACTS) for e in ENGINES] + [Prefilter(LITERALS, "find", PATTERNS, FACTS)]
+    """Each Python engine; the extra patterns; a 2-byte literal (the core's Aho-Corasick path: its
+    trigram index needs literals of 3 bytes or more)."""
+    return ([Prefilter(LITERALS, e, (), FACTS) for e in ENGINES] + [Prefilter(LITERALS, "find", PATTERNS, FACTS)]
+            + [Prefilter([*LITERALS, b"Qz"], "find", (), FACTS)])
 
 
 def run(stream_of, prefilter: Prefilter, engine: str, sink: bool, **kw) -> tuple[list, list, ScanCounts, str | None]:
@@ -211,7 +214,7 @@ def test_the_core_tiers_equal_the_python_tiers() -> None:
                 assert set(rfacts) == facts, (name, prefilter.engine)
 
 
-PIECES = [b"0x5010", b"0x50", b"10", b"LLM_", b"LLM", b"_", b"4294967295", b"42949", b"errno", b"E19", b"E1",
+PIECES = [b"Qz", b"0x5010", b"0x50", b"10", b"LLM_", b"LLM", b"_", b"4294967295", b"42949", b"errno", b"E19", b"E1",
           b"local ip", b"local", b" ip", b"remote =", b"ole", b'"MESSAGE"', b" : [", b":[", b"\n", b"\r\n", b"\r",
           b"\x00", b"\xff", b"\xc3", b" ", b"x", b"word"]
 
