@@ -652,6 +652,7 @@ impl Scan {
                 return Ok(false);
             }
             self.plain = Some(Plain { file, remaining: limit });
+            self.name = path.to_string();
             Ok(true)
         })
     }
@@ -666,7 +667,8 @@ impl Scan {
             }
             let (mut nbytes, mut read_bytes, mut lines) = (0usize, 0usize, 0u64);
             loop {
-                let (buf, got) = self.read_block(py)?;
+                // After a read error nothing more is read: the stream ends there (as a SafeStream's does).
+                let (buf, got) = if self.error.is_some() { (PyBytes::new(py, b""), 0) } else { self.read_block(py)? };
                 read_bytes += got;
                 if got == 0 {
                     let out = Out {
