@@ -15,19 +15,33 @@ fn main() {
     let lines: Vec<&[u8]> = lits.split(|&b| b == b'\n').collect();
     let sep = lines.iter().position(|l| *l == b"--").unwrap_or(lines.len());
     let all: Vec<&[u8]> = lines.iter().copied().filter(|l| !l.is_empty() && *l != b"--").collect();
-    let ac = AhoCorasick::builder().match_kind(MatchKind::LeftmostFirst).build(&all).unwrap();
+    let ac = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(&all)
+        .unwrap();
     let t = Instant::now();
     let n = ac.find_iter(&data[..]).count();
-    println!("aho-corasick {:?}, {} literals: {n} matches, {:.0} MB/s", ac.kind(), all.len(), rate(data.len(), t));
+    println!(
+        "aho-corasick {:?}, {} literals: {n} matches, {:.0} MB/s",
+        ac.kind(),
+        all.len(),
+        rate(data.len(), t)
+    );
     for (name, group) in [("code", &lines[..sep]), ("fact", &lines[(sep + 1).min(lines.len())..])] {
         let group: Vec<&[u8]> = group.iter().copied().filter(|l| !l.is_empty()).collect();
-        let mut b = packed::Config::new().match_kind(packed::MatchKind::LeftmostFirst).builder();
+        let mut b = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostFirst)
+            .builder();
         b.extend(&group);
         match b.build() {
             Some(s) => {
                 let t = Instant::now();
                 let n = s.find_iter(&data[..]).count();
-                println!("teddy, {} {name} literals: {n} matches, {:.0} MB/s", group.len(), rate(data.len(), t));
+                println!(
+                    "teddy, {} {name} literals: {n} matches, {:.0} MB/s",
+                    group.len(),
+                    rate(data.len(), t)
+                );
             }
             None => println!("teddy: not available for the {} {name} literals", group.len()),
         }

@@ -44,7 +44,10 @@ fn install_hook() {
             } else {
                 "panic".to_string()
             };
-            let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
             LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
         }));
     });
@@ -55,8 +58,12 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {
-            let why = LAST_PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| "panic".into());
-            Err(PyValueError::new_err(format!("internal error in the compiled core reading {what}: {why}")))
+            let why = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "panic".into());
+            Err(PyValueError::new_err(format!(
+                "internal error in the compiled core reading {what}: {why}"
+            )))
         }
     }
 }
@@ -82,9 +89,9 @@ struct Core {
 /// anchor a literal, and a hit is verified exactly against the literals anchored there.
 struct Trigrams {
     bits: Vec<u64>,
-    rank: Vec<u16>,                 // set bits before each word of `bits`
-    groups: Vec<(u32, u32)>,        // per anchored window (by rank): its range in `anchors`
-    anchors: Vec<(u32, u32)>,       // (literal id, offset of the window in the literal)
+    rank: Vec<u16>,           // set bits before each word of `bits`
+    groups: Vec<(u32, u32)>,  // per anchored window (by rank): its range in `anchors`
+    anchors: Vec<(u32, u32)>, // (literal id, offset of the window in the literal)
 }
 
 #[inline(always)]
@@ -110,7 +117,9 @@ impl Trigrams {
             .iter()
             .enumerate()
             .map(|(id, lit)| {
-                let k = (0..=lit.len() - 3).min_by_key(|&k| (freq[hash(window(lit, k))], k)).unwrap();
+                let k = (0..=lit.len() - 3)
+                    .min_by_key(|&k| (freq[hash(window(lit, k))], k))
+                    .unwrap();
                 (window(lit, k), id as u32, k as u32)
             })
             .collect();
@@ -137,7 +146,12 @@ impl Trigrams {
             }
             groups.push((from, anchors.len() as u32));
         }
-        Some(Trigrams { bits, rank, groups, anchors })
+        Some(Trigrams {
+            bits,
+            rank,
+            groups,
+            anchors,
+        })
     }
 
     /// The literals anchored at window `w` (set in `bits`).
@@ -163,13 +177,17 @@ impl Core {
     fn tiers(&self, buf: &[u8], begin: usize, end: usize) -> Vec<Line> {
         let hay = &buf[..end];
         let mut out: Vec<Line> = Vec::new();
-        let tri = self.trigrams.get_or_init(|| Trigrams::new(&self.literals, &hay[begin..]));
+        let tri = self
+            .trigrams
+            .get_or_init(|| Trigrams::new(&self.literals, &hay[begin..]));
         if let Some(tri) = tri {
             self.trigram_lines(tri, hay, begin, &mut out);
         } else if let Some(ac) = &self.ac {
             let mut pos = begin;
             while pos < end {
-                let Some(m) = ac.find(Input::new(hay).span(pos..end)) else { break };
+                let Some(m) = ac.find(Input::new(hay).span(pos..end)) else {
+                    break;
+                };
                 let at = m.start();
                 let start = memrchr(b'\n', &hay[begin..at]).map_or(begin, |i| begin + i + 1);
                 let stop = memchr(b'\n', &hay[at..end]).map_or(end, |i| at + i);
@@ -184,7 +202,11 @@ impl Core {
                         None => break,
                     }
                 }
-                out.push(Line { start, stop, facts_only: !full });
+                out.push(Line {
+                    start,
+                    stop,
+                    facts_only: !full,
+                });
                 pos = stop + 1;
             }
         }
@@ -204,7 +226,14 @@ impl Core {
                         Ok(i) => out[i].facts_only = false,
                         Err(i) => {
                             let stop = memchr(b'\n', &hay[start..end]).map_or(end, |j| start + j);
-                            out.insert(i, Line { start, stop, facts_only: false });
+                            out.insert(
+                                i,
+                                Line {
+                                    start,
+                                    stop,
+                                    facts_only: false,
+                                },
+                            );
                         }
                     }
                 }
@@ -225,7 +254,8 @@ impl Core {
                 let mut any = 0u32;
                 for j in 0..16 {
                     // SAFETY: i + j + 4 <= i + 19 <= end <= hay.len(); w < 2^24 indexes bits (2^18 words).
-                    let w = unsafe { (hay.as_ptr().add(i + j) as *const u32).read_unaligned() }.to_le() as usize & 0xFF_FFFF;
+                    let w = unsafe { (hay.as_ptr().add(i + j) as *const u32).read_unaligned() }.to_le() as usize
+                        & 0xFF_FFFF;
                     any |= ((unsafe { *bits.add(w >> 6) } >> (w & 63)) as u32 & 1) << j;
                 }
                 if any == 0 {
@@ -249,22 +279,29 @@ impl Core {
                 if s + lit.len() > end || &hay[s..s + lit.len()] != lit.as_slice() {
                     continue;
                 }
-                if let Some(f) = fact {
-                    if s > f.stop {
-                        out.push(f);
-                        fact = None;
-                    }
+                if let Some(f) = fact
+                    && s > f.stop
+                {
+                    out.push(f);
+                    fact = None;
                 }
                 let line = match fact {
                     Some(f) => f,
                     None => {
                         let start = memrchr(b'\n', &hay[begin..s]).map_or(begin, |j| begin + j + 1);
                         let stop = memchr(b'\n', &hay[s..end]).map_or(end, |j| s + j);
-                        Line { start, stop, facts_only: true }
+                        Line {
+                            start,
+                            stop,
+                            facts_only: true,
+                        }
                     }
                 };
                 if id < self.n_full {
-                    out.push(Line { facts_only: false, ..line });
+                    out.push(Line {
+                        facts_only: false,
+                        ..line
+                    });
                     fact = None;
                     i = line.stop + 1;
                     continue 'scan;
@@ -282,12 +319,11 @@ impl Core {
     fn fragment_cut(&self, buf: &[u8], begin: usize) -> usize {
         let mut cut = buf.len() as isize - FRAGMENT_TAIL as isize;
         let window = std::cmp::max(begin as isize, cut - FRAGMENT_TAIL as isize) as usize;
-        if let Some(ac) = &self.ac {
-            if window <= buf.len() {
-                if let Some(m) = ac.find(Input::new(buf).span(window..buf.len())) {
-                    cut = cut.min(m.start() as isize - CODE_CONTEXT as isize);
-                }
-            }
+        if let Some(ac) = &self.ac
+            && window <= buf.len()
+            && let Some(m) = ac.find(Input::new(buf).span(window..buf.len()))
+        {
+            cut = cut.min(m.start() as isize - CODE_CONTEXT as isize);
         }
         std::cmp::max(cut, begin as isize + 1) as usize
     }
@@ -328,13 +364,23 @@ impl Matcher {
             let text = std::str::from_utf8(&p).map_err(|_| PyValueError::new_err("a pattern that is not UTF-8"))?;
             // Only what means the same in Python's `re` and Rust's `regex` (bytes, ASCII classes).
             if text.contains('$') || text.contains("(?") || text.contains("\\Z") || text.contains("{,") {
-                return Err(PyValueError::new_err(format!("pattern {text:?} is not portable to the core")));
+                return Err(PyValueError::new_err(format!(
+                    "pattern {text:?} is not portable to the core"
+                )));
             }
             let re = Regex::new(&format!("(?-u){text}")).map_err(|e| PyValueError::new_err(e.to_string()))?;
             regexes.push(re);
         }
         let literals = literals.into_iter().chain(fact_literals).collect();
-        Ok(Matcher { core: Arc::new(Core { ac, n_full, regexes, literals, trigrams: OnceLock::new() }) })
+        Ok(Matcher {
+            core: Arc::new(Core {
+                ac,
+                n_full,
+                regexes,
+                literals,
+                trigrams: OnceLock::new(),
+            }),
+        })
     }
 
     /// `Prefilter.tiers` (sorted starts, the starts of fact-only lines), for the twin tests.
@@ -396,7 +442,13 @@ enum Step {
     /// A fragment of a line too long to keep: buf[begin..cut] is scanned on its own.
     Fragment { cut: usize, lines: Vec<Line> },
     /// Complete lines in buf[begin..end].
-    Lines { end: usize, lines: Vec<Line>, first_line_no: i64, numbers: Vec<i64>, count: u64 },
+    Lines {
+        end: usize,
+        lines: Vec<Line>,
+        first_line_no: i64,
+        numbers: Vec<i64>,
+        count: u64,
+    },
 }
 
 impl Scan {
@@ -428,8 +480,18 @@ impl Scan {
                 let end = begin + i + 1;
                 let lines = core.tiers(buf, begin, end);
                 let numbers = Self::number(&lines, buf, begin, line_no);
-                let count = count_nl(&buf[begin..end]) as u64;
-                Step::Lines { end, lines, first_line_no: line_no - hist_nl as i64, numbers, count }
+                // Every byte counted once: up to the last candidate while numbering, then the rest.
+                let count = match (lines.last(), numbers.last()) {
+                    (Some(l), Some(&n)) => (n - line_no) as u64 + count_nl(&buf[l.start..end]) as u64,
+                    _ => count_nl(&buf[begin..end]) as u64,
+                };
+                Step::Lines {
+                    end,
+                    lines,
+                    first_line_no: line_no - hist_nl as i64,
+                    numbers,
+                    count,
+                }
             }
         }
     }
@@ -475,7 +537,13 @@ impl Scan {
                 self.history.clear();
                 self.hist_nl = 0;
             }
-            Step::Lines { end, lines, first_line_no, numbers, count } => {
+            Step::Lines {
+                end,
+                lines,
+                first_line_no,
+                numbers,
+                count,
+            } => {
                 out.first_line_no = first_line_no;
                 out.cands = lines
                     .iter()
@@ -527,7 +595,11 @@ impl Scan {
         // The lines after earlier candidates of `out` (a block of no candidates) were counted before.
         out.lines_before += out.lines_after;
         out.lines_after = 1;
-        out.buf = if out.cands.is_empty() { None } else { Some(PyBytes::new(py, &joined)) };
+        out.buf = if out.cands.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &joined))
+        };
         self.pending.clear();
         Ok(out)
     }
@@ -545,7 +617,16 @@ impl Scan {
             Some(b) => b.into_any(),
             None => py.None().into_bound(py),
         };
-        (out.nbytes, out.read_bytes, out.lines_before, buf, out.first_line_no, cands, out.lines_after, out.done)
+        (
+            out.nbytes,
+            out.read_bytes,
+            out.lines_before,
+            buf,
+            out.first_line_no,
+            cands,
+            out.lines_after,
+            out.done,
+        )
             .into_pyobject(py)
     }
 
@@ -643,7 +724,9 @@ impl Scan {
     fn open(&mut self, path: &str, dev: u64, ino: u64, offset: u64, limit: Option<u64>) -> PyResult<bool> {
         let name = self.name.clone();
         guarded(&name, || {
-            let Ok(mut file) = File::open(path) else { return Ok(false) };
+            let Ok(mut file) = File::open(path) else {
+                return Ok(false);
+            };
             let Ok(meta) = file.metadata() else { return Ok(false) };
             if meta.dev() != dev || meta.ino() != ino || !meta.is_file() {
                 return Ok(false);
@@ -668,7 +751,11 @@ impl Scan {
             let (mut nbytes, mut read_bytes, mut lines) = (0usize, 0usize, 0u64);
             loop {
                 // After a read error nothing more is read: the stream ends there (as a SafeStream's does).
-                let (buf, got) = if self.error.is_some() { (PyBytes::new(py, b""), 0) } else { self.read_block(py)? };
+                let (buf, got) = if self.error.is_some() {
+                    (PyBytes::new(py, b""), 0)
+                } else {
+                    self.read_block(py)?
+                };
                 read_bytes += got;
                 if got == 0 {
                     let out = Out {
@@ -694,7 +781,13 @@ impl Scan {
                 }
                 lines += out.lines_after;
                 if self.error.is_some() {
-                    let out = Out { lines_before: lines, lines_after: 0, nbytes, read_bytes, ..out };
+                    let out = Out {
+                        lines_before: lines,
+                        lines_after: 0,
+                        nbytes,
+                        read_bytes,
+                        ..out
+                    };
                     let out = self.finish(py, out)?;
                     return self.to_py(py, out);
                 }
