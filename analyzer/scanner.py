@@ -386,7 +386,7 @@ def _plain_rest(stream: Reader) -> tuple[str, int, int, int, int | None, Callabl
         offset = handle.tell()
     except (OSError, ValueError):
         return None
-    if not stat.S_ISREG(st.st_mode):
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:  # a pseudo file (/proc) says size 0: read it here
         return None
     return handle.name, st.st_dev, st.st_ino, offset, limit, report
 

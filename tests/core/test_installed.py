@@ -1,15 +1,20 @@
-"""Where `make install` ran (CI, or DDTRIAGE_REQUIRE_CORE set), the core must be there: the twin
-tests would otherwise all skip and prove nothing."""
+"""The compiled core's tests compare the Rust engine with the Python one, so they skip (with the
+reason) where the core is not installed; but where `make install` ran (CI, or DDTRIAGE_REQUIRE_CORE
+set) the core must be there, or the twin tests would all skip and prove nothing."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import sys
 
 import pytest
 from analyzer import scanner
 
-from .conftest import HAVE_CORE, REQUIRE_CORE
+# Self-contained (no conftest import): these modules work in pytest's prepend and importlib modes.
+HAVE_CORE = importlib.util.find_spec("ddtriage_core") is not None
+REQUIRE_CORE = bool(os.environ.get("CI") or os.environ.get("DDTRIAGE_REQUIRE_CORE"))
 
 
 def test_core_installed() -> None:
