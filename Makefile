@@ -3,10 +3,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.core-installed
+CORE_SRC := core/pyproject.toml core/Cargo.toml core/Cargo.lock $(wildcard core/src/*.rs)
 
 .PHONY: install demo test lint golden bench clean
 
-install: $(STAMP)
+install: $(STAMP) $(CORE_STAMP)
+
+# The compiled core (core/, the `ddtriage-core` distribution; issue #17): pip builds it with maturin
+# (from PyPI) and cargo (crates from crates.io), in release mode. Optional: without cargo the note
+# says so and ddtriage runs on its Python engine (tests/core then skip, except under CI).
+$(CORE_STAMP): $(STAMP) $(CORE_SRC)
+	@if command -v cargo >/dev/null 2>&1; then \
+	  $(BIN)/python -m pip install --quiet ./core && touch $(CORE_STAMP); \
+	else echo "note: cargo not found; the compiled core is not built (DDTRIAGE_ENGINE=auto uses the Python engine)"; fi
 
 # Re-install when the project definition changes. The `fast` extra (hyperscan, isal) is tried
 # separately so a platform without those wheels still gets a working (slower) install.
@@ -49,4 +59,4 @@ bench: install
 	  $(BIN)/python bench/fleet.py --ddtriage $(BIN)/ddtriage $(FLEET_ARGS) || status=1; exit $$status
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache core/target

@@ -105,8 +105,21 @@ class PipeGuard(io.TextIOBase):
 DEBUG = {"on": False}  # --debug: an internal error shows its traceback
 
 
+def _version(ctx: click.Context, asked: bool) -> None:
+    """`ddtriage --version`: the package's version and the engine (the core is imported only here)."""
+    if not asked or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    from ..scan.blocks import engine_name
+
+    click.echo(f"{ctx.find_root().info_name}, version {version('ddtriage')}, engine {engine_name()}")
+    ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="ddtriage")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
+              help="Show the version and which scan engine runs, and exit.")
 @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),
               help="Settings file (default: .ddtriage.toml or pyproject.toml [tool.ddtriage], from here upwards).")
 @click.option("--debug", is_flag=True, help="On an internal error, show the traceback (before the command).")

@@ -3,16 +3,26 @@
 Stage: scan. Nothing here decodes or parses a line that holds no candidate literal. Memory is
 bounded by the block size plus the longest line kept (`MAX_LINE`); longer lines are cut into
 fragments that keep their line number, so a hit after megabytes of junk is still found.
+
+Two engines give the same candidates (issue #17): the compiled core (`ddtriage_core`, the
+`ddtriage-core` distribution built from `core/`) reads the blocks, finds the candidate lines in
+one Aho-Corasick pass and numbers them, so Python never loops over the other lines; this module's
+own loop is its twin and the fallback. `DDTRIAGE_ENGINE=python|rust|auto` chooses (auto: the core
+when it imports).
 """
 
 from __future__ import annotations
 
+import io
+import os
 import re
+import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
-from ..inputs.streams import Reader
+from ..inputs.streams import Reader, SafeStream
 
 BLOCK_SIZE = 8 << 20
 MAX_LINE = 4 << 20  # a line longer than this is scanned in fragments
@@ -25,6 +35,36 @@ try:  # The multi-literal engine that pays on big inputs (perf.md); same results
     import hyperscan as _hyperscan
 except ImportError:  # pragma: no cover - depends on the platform
     _hyperscan = None
+
+ENGINES = ("python", "rust", "auto")
+
+
+def _resolve_engine() -> tuple[str, ModuleType | None]:
+    """The scan engine of this process, from DDTRIAGE_ENGINE; `rust` without the core ends the
+    program with one line (no traceback)."""
+    choice = (os.environ.get("DDTRIAGE_ENGINE") or "auto").strip().lower()
+    if choice not in ENGINES:
+        sys.stderr.write(f"ddtriage: error: DDTRIAGE_ENGINE={choice} is not one of python, rust, auto\n")
+        raise SystemExit(2)
+    if choice == "python":
+        return "python", None
+    try:
+        import ddtriage_core as core
+    except ImportError as exc:
+        if choice == "rust":
+            sys.stderr.write("ddtriage: error: DDTRIAGE_ENGINE=rust, but the compiled core is not installed "
+                             f"({exc}); install it with `pip install ./core` (or `make install`)\n")
+            raise SystemExit(2) from None
+        return "python", None
+    return "rust", core
+
+
+ENGINE, _core = _resolve_engine()
+
+
+def engine_name() -> str:
+    """Which engine scans in this process, for `ddtriage --version`: `rust (ddtriage-core X)` or `python`."""
+    return f"rust (ddtriage-core {_core.__version__})" if _core is not None else "python"
 
 
 def decode(raw: bytes) -> str:
@@ -122,6 +162,23 @@ class Prefilter:
                            + [_hs_escape(lit) for lit in self.fact_literals])
             db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
             self._db = db
+        self._matcher: object = None  # the core's compiled prefilter, built on first use (False: not portable)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_matcher"] = None  # the core's matcher does not pickle: a worker builds its own
+        return state
+
+    def core(self) -> object | None:
+        """The compiled core's matcher of these literals and patterns, or None where the core is
+        missing or cannot say the same (a pattern whose meaning differs in Rust's regex)."""
+        if self._matcher is None:
+            try:
+                self._matcher = _core.Matcher(list(self.literals), list(self.fact_literals),
+                                              list(self.patterns)) if _core is not None else False
+            except ValueError:
+                self._matcher = False
+        return self._matcher or None
 
     def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
         """Sorted, unique start offsets of candidate lines within buf[begin:end] (either tier)."""
@@ -185,16 +242,24 @@ FactSink = Callable[[int, bytes], None]  # (line number, raw line) of a line wit
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
-                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None
-                ) -> Iterator[Candidate]:
+                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None,
+                engine: str | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
     byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
-    error mid-stream) still knows what was read.
+    error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
+    process's `ENGINE`); both give the same candidates, counts and errors.
     """
+    if (engine or ENGINE) == "rust":
+        if _core is None:
+            raise RuntimeError("the compiled core (ddtriage_core) is not installed")
+        matcher = prefilter.core()
+        if matcher is not None:
+            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts)
+            return
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
     offset = 0  # stream offset of the first byte of `pending`
@@ -240,6 +305,90 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         counts.lines += 1  # a final line without a newline (or cut by a break) still counts
     if failure is not None:
         raise failure
+
+
+def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,
+               history: bytes, facts: FactSink | None) -> Iterator[Candidate]:
+    """`scan_stream` on the compiled core: the rest of a plain file is read by the core itself,
+    any other stream is read here and handed over in blocks. Per block the core returns the
+    buffer and the candidate lines only; the counts move at the same points as in the loop above."""
+    assert _core is not None
+    scan = _core.Scan(matcher, block_size, max_line, history)
+    plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
+    report: Callable[[int], None] | None = None
+    failure: BaseException | None = None
+    while True:
+        if plain is None:  # a few attribute checks a block, until the peeked head is handed out
+            rest = _plain_rest(stream)
+            if rest is not None:
+                path, dev, ino, offset, limit, report = rest
+                plain = bool(scan.open(path, dev, ino, offset, limit))
+        if plain:
+            block = scan.pull()
+        else:
+            try:
+                chunk = stream.read(block_size)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, after the partial line
+                failure, chunk = exc, b""
+            block = scan.feed(chunk or b"")
+        nbytes, read, lines_before, buf, first_line_no, cands, lines_after, done = block
+        if read and report is not None:
+            report(read)
+        counts.bytes += nbytes
+        counts.lines += lines_before
+        for number, offset, start, raw, facts_only in cands:
+            if facts_only:
+                if facts is not None:
+                    facts(number, raw)
+                    continue
+                yield Candidate(number, offset, raw, buf, start, first_line_no, True)
+            else:
+                yield Candidate(number, offset, raw, buf, start, first_line_no)
+        counts.lines += lines_after
+        if done:
+            break
+    error = scan.error()
+    if error is not None:
+        raise error
+    if failure is not None:
+        raise failure
+
+
+def _plain_rest(stream: Reader) -> tuple[str, int, int, int, int | None, Callable[[int], None] | None] | None:
+    """(path, device, inode, offset, at most how many bytes, progress callback) when every byte
+    `stream` has still to give is the rest of a regular file read as it is: the engine's peeked
+    head (already handed out) before a plain file's top `SafeStream`, or before a parallel byte
+    range of one. Anything else (a decompressed layer, a rejoined stream, a pipe): None, and the
+    blocks are read in Python. Only a shortcut: the candidates are the same either way."""
+    if getattr(stream, "head", None) != b"" or getattr(stream, "failure", None) is not None:
+        return None
+    rest = getattr(stream, "rest", None)
+    report, limit = None, None
+    handle: object
+    if isinstance(rest, SafeStream):
+        if (rest.budget is not None or rest.compressed is not None or rest._head or rest._error is not None
+                or rest._eof):
+            return None
+        handle = rest.inner
+        if not isinstance(handle, io.BufferedReader):  # the engine's progress-reporting reader
+            report = getattr(handle, "report", None)
+            handle = getattr(handle, "inner", None)
+    elif isinstance(getattr(rest, "remaining", None), int) and hasattr(rest, "handle"):  # a byte range
+        handle, limit = getattr(rest, "handle", None), getattr(rest, "remaining", None)
+    else:
+        return None
+    if not isinstance(handle, io.BufferedReader) or not isinstance(handle.name, str):
+        return None
+    if report is not None and not callable(report):
+        return None
+    try:
+        st = os.fstat(handle.fileno())
+        offset = handle.tell()
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_size == 0:  # a pseudo file (/proc) says size 0: read it here
+        return None
+    return handle.name, st.st_dev, st.st_ino, offset, limit, report
 
 
 FRAGMENT_TAIL = 256  # bytes carried from one fragment of a long line to the next, at least

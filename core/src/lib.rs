@@ -1,0 +1,862 @@
+//! ddtriage's compiled core, stage 1: block reading and the two-tier literal prefilter of
+//! `analyzer/scanner.py`, with the same answers to the byte.
+//!
+//! What crosses the boundary: Python hands over the literals once (`Matcher`), then per stream a
+//! `Scan` either reads a plain file itself (by path, checked to be the file Python opened) or is
+//! fed the blocks Python read (decompressed streams). Per block it hands back the block's buffer
+//! as one `bytes` (what `Candidate._buf` holds) and one tuple per candidate line: (line number,
+//! stream offset, start in the buffer, the line's raw bytes, facts only). Python never sees the
+//! other lines. No thread is started, ever; the GIL is released while reading and searching.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Once, OnceLock};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
+use memchr::{memchr, memrchr};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use regex::bytes::Regex;
+
+const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
+const FRAGMENT_TAIL: usize = 256; // scanner.FRAGMENT_TAIL
+const CODE_CONTEXT: usize = 128; // scanner.CODE_CONTEXT
+
+// ---------------------------------------------------------------------------------------------
+// Panics: recorded by a quiet hook, turned into one ValueError (a read error to the engine).
+
+thread_local! {
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+static HOOK: Once = Once::new();
+
+fn install_hook() {
+    HOOK.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let msg = if let Some(s) = info.payload().downcast_ref::<&str>() {
+                (*s).to_string()
+            } else if let Some(s) = info.payload().downcast_ref::<String>() {
+                s.clone()
+            } else {
+                "panic".to_string()
+            };
+            let at = info
+                .location()
+                .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{msg}{at}")));
+        }));
+    });
+}
+
+/// Run `f`; a panic inside becomes a ValueError naming `what` (the file) and the reason.
+fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            let why = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "panic".into());
+            Err(PyValueError::new_err(format!(
+                "internal error in the compiled core reading {what}: {why}"
+            )))
+        }
+    }
+}
+
+fn count_nl(s: &[u8]) -> usize {
+    bytecount::count(s, b'\n')
+}
+
+// ---------------------------------------------------------------------------------------------
+// The prefilter: one leftmost-first Aho-Corasick pass over every literal (code and neighbour
+// literals first, then fact literals), plus the few extra regexes (full tier).
+
+struct Core {
+    ac: Option<AhoCorasick>,
+    n_full: usize,
+    regexes: Vec<Regex>,
+    literals: Vec<Vec<u8>>, // code and neighbour literals first (ids < n_full), then fact literals
+    trigrams: OnceLock<Option<Trigrams>>, // built from the first region searched (only speed depends on it)
+}
+
+/// The literal search when every literal has at least 3 bytes: each literal is anchored on its
+/// rarest 3-byte window (rarest in the first region searched), a 2^24-bit set says which windows
+/// anchor a literal, and a hit is verified exactly against the literals anchored there.
+struct Trigrams {
+    bits: Vec<u64>,
+    rank: Vec<u16>,           // set bits before each word of `bits`
+    groups: Vec<(u32, u32)>,  // per anchored window (by rank): its range in `anchors`
+    anchors: Vec<(u32, u32)>, // (literal id, offset of the window in the literal)
+}
+
+#[inline(always)]
+fn window(buf: &[u8], i: usize) -> usize {
+    buf[i] as usize | (buf[i + 1] as usize) << 8 | (buf[i + 2] as usize) << 16
+}
+
+impl Trigrams {
+    fn new(literals: &[Vec<u8>], sample: &[u8]) -> Option<Trigrams> {
+        if literals.is_empty() || literals.iter().any(|l| l.len() < 3) || literals.len() > u16::MAX as usize {
+            return None;
+        }
+        // How often each (hashed) window occurs in the sample.
+        let hash = |w: usize| (w.wrapping_mul(0x9E37_79B1) >> 8) & 0xFFFF;
+        let mut freq = vec![0u32; 1 << 16];
+        let sample = &sample[..sample.len().min(4 << 20)];
+        if sample.len() >= 3 {
+            for i in 0..sample.len() - 2 {
+                freq[hash(window(sample, i))] += 1;
+            }
+        }
+        let mut chosen: Vec<(usize, u32, u32)> = literals
+            .iter()
+            .enumerate()
+            .map(|(id, lit)| {
+                let k = (0..=lit.len() - 3)
+                    .min_by_key(|&k| (freq[hash(window(lit, k))], k))
+                    .unwrap();
+                (window(lit, k), id as u32, k as u32)
+            })
+            .collect();
+        chosen.sort();
+        let mut bits = vec![0u64; 1 << 18];
+        for &(w, _, _) in &chosen {
+            bits[w >> 6] |= 1 << (w & 63);
+        }
+        let mut rank = Vec::with_capacity(bits.len());
+        let mut total = 0u16;
+        for word in &bits {
+            rank.push(total);
+            total += word.count_ones() as u16;
+        }
+        let mut groups = Vec::new();
+        let mut anchors = Vec::with_capacity(chosen.len());
+        let mut i = 0;
+        while i < chosen.len() {
+            let from = anchors.len() as u32;
+            let w = chosen[i].0;
+            while i < chosen.len() && chosen[i].0 == w {
+                anchors.push((chosen[i].1, chosen[i].2));
+                i += 1;
+            }
+            groups.push((from, anchors.len() as u32));
+        }
+        Some(Trigrams {
+            bits,
+            rank,
+            groups,
+            anchors,
+        })
+    }
+
+    /// The literals anchored at window `w` (set in `bits`).
+    #[inline]
+    fn anchored(&self, w: usize) -> &[(u32, u32)] {
+        let word = self.bits[w >> 6];
+        let r = self.rank[w >> 6] as usize + (word & ((1u64 << (w & 63)) - 1)).count_ones() as usize;
+        let (a, b) = self.groups[r];
+        &self.anchors[a as usize..b as usize]
+    }
+}
+
+/// A candidate line of a region: where it starts and ends (its newline, or the region's end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Line {
+    start: usize,
+    stop: usize,
+    facts_only: bool,
+}
+
+impl Core {
+    /// `Prefilter.tiers` of buf[begin..end], as sorted lines.
+    fn tiers(&self, buf: &[u8], begin: usize, end: usize) -> Vec<Line> {
+        let hay = &buf[..end];
+        let mut out: Vec<Line> = Vec::new();
+        let tri = self
+            .trigrams
+            .get_or_init(|| Trigrams::new(&self.literals, &hay[begin..]));
+        if let Some(tri) = tri {
+            self.trigram_lines(tri, hay, begin, &mut out);
+        } else if let Some(ac) = &self.ac {
+            let mut pos = begin;
+            while pos < end {
+                let Some(m) = ac.find(Input::new(hay).span(pos..end)) else {
+                    break;
+                };
+                let at = m.start();
+                let start = memrchr(b'\n', &hay[begin..at]).map_or(begin, |i| begin + i + 1);
+                let stop = memchr(b'\n', &hay[at..end]).map_or(end, |i| at + i);
+                let mut full = m.pattern().as_usize() < self.n_full;
+                // A fact literal came first: the line is full if a code literal starts later in it
+                // (leftmost-first prefers code literals at the same start).
+                let mut from = at + 1;
+                while !full && from < stop {
+                    match ac.find(Input::new(hay).span(from..stop)) {
+                        Some(m2) if m2.pattern().as_usize() < self.n_full => full = true,
+                        Some(m2) => from = m2.start() + 1,
+                        None => break,
+                    }
+                }
+                out.push(Line {
+                    start,
+                    stop,
+                    facts_only: !full,
+                });
+                pos = stop + 1;
+            }
+        }
+        if !self.regexes.is_empty() {
+            let mut extra: Vec<usize> = Vec::new();
+            for re in &self.regexes {
+                let mut at = begin;
+                while at <= end {
+                    let Some(m) = re.find_at(hay, at) else { break };
+                    extra.push(memrchr(b'\n', &hay[begin..m.start()]).map_or(begin, |i| begin + i + 1));
+                    at = if m.end() > m.start() { m.end() } else { m.end() + 1 };
+                }
+            }
+            if !extra.is_empty() {
+                for start in extra {
+                    match out.binary_search_by(|l| l.start.cmp(&start)) {
+                        Ok(i) => out[i].facts_only = false,
+                        Err(i) => {
+                            let stop = memchr(b'\n', &hay[start..end]).map_or(end, |j| start + j);
+                            out.insert(
+                                i,
+                                Line {
+                                    start,
+                                    stop,
+                                    facts_only: false,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The candidate lines of hay[begin..] by the trigram index: the same as the Aho-Corasick loop.
+    fn trigram_lines(&self, tri: &Trigrams, hay: &[u8], begin: usize, out: &mut Vec<Line>) {
+        let end = hay.len();
+        let mut fact: Option<Line> = None; // the current line, when it holds fact literals only so far
+        let mut i = begin;
+        let bits = tri.bits.as_ptr();
+        'scan: while i + 3 <= end {
+            if i + 19 <= end {
+                // Sixteen windows at a time, branch-free: on to the first that anchors a literal.
+                let mut any = 0u32;
+                for j in 0..16 {
+                    // SAFETY: i + j + 4 <= i + 19 <= end <= hay.len(); w < 2^24 indexes bits (2^18 words).
+                    let w = unsafe { (hay.as_ptr().add(i + j) as *const u32).read_unaligned() }.to_le() as usize
+                        & 0xFF_FFFF;
+                    any |= ((unsafe { *bits.add(w >> 6) } >> (w & 63)) as u32 & 1) << j;
+                }
+                if any == 0 {
+                    i += 16;
+                    continue;
+                }
+                i += any.trailing_zeros() as usize;
+            }
+            let w = window(hay, i);
+            if tri.bits[w >> 6] >> (w & 63) & 1 == 0 {
+                i += 1;
+                continue;
+            }
+            for &(id, k) in tri.anchored(w) {
+                let (id, k) = (id as usize, k as usize);
+                if i < begin + k {
+                    continue;
+                }
+                let s = i - k;
+                let lit = &self.literals[id];
+                if s + lit.len() > end || &hay[s..s + lit.len()] != lit.as_slice() {
+                    continue;
+                }
+                if let Some(f) = fact
+                    && s > f.stop
+                {
+                    out.push(f);
+                    fact = None;
+                }
+                let line = match fact {
+                    Some(f) => f,
+                    None => {
+                        let start = memrchr(b'\n', &hay[begin..s]).map_or(begin, |j| begin + j + 1);
+                        let stop = memchr(b'\n', &hay[s..end]).map_or(end, |j| s + j);
+                        Line {
+                            start,
+                            stop,
+                            facts_only: true,
+                        }
+                    }
+                };
+                if id < self.n_full {
+                    out.push(Line {
+                        facts_only: false,
+                        ..line
+                    });
+                    fact = None;
+                    i = line.stop + 1;
+                    continue 'scan;
+                }
+                fact = Some(line);
+            }
+            i += 1;
+        }
+        if let Some(f) = fact {
+            out.push(f);
+        }
+    }
+
+    /// `_fragment_cut`: where to cut a fragment off a line too long to keep.
+    fn fragment_cut(&self, buf: &[u8], begin: usize) -> usize {
+        let mut cut = buf.len() as isize - FRAGMENT_TAIL as isize;
+        let window = std::cmp::max(begin as isize, cut - FRAGMENT_TAIL as isize) as usize;
+        if let Some(ac) = &self.ac
+            && window <= buf.len()
+            && let Some(m) = ac.find(Input::new(buf).span(window..buf.len()))
+        {
+            cut = cut.min(m.start() as isize - CODE_CONTEXT as isize);
+        }
+        std::cmp::max(cut, begin as isize + 1) as usize
+    }
+}
+
+/// The compiled prefilter of one `Prefilter` (its literals, fact literals and patterns).
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Matcher {
+    core: Arc<Core>,
+}
+
+#[pymethods]
+impl Matcher {
+    #[new]
+    #[pyo3(signature = (literals, fact_literals, patterns))]
+    fn new(literals: Vec<Vec<u8>>, fact_literals: Vec<Vec<u8>>, patterns: Vec<Vec<u8>>) -> PyResult<Self> {
+        let fact_literals: Vec<Vec<u8>> = fact_literals.into_iter().filter(|l| !literals.contains(l)).collect();
+        install_hook();
+        for lit in literals.iter().chain(fact_literals.iter()) {
+            if lit.is_empty() || lit.contains(&b'\n') {
+                return Err(PyValueError::new_err("a literal that is empty or holds a newline"));
+            }
+        }
+        let n_full = literals.len();
+        let all: Vec<&Vec<u8>> = literals.iter().chain(fact_literals.iter()).collect();
+        let ac = if all.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostFirst)
+                    .build(all)
+                    .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            )
+        };
+        let mut regexes = Vec::new();
+        for p in patterns {
+            let text = std::str::from_utf8(&p).map_err(|_| PyValueError::new_err("a pattern that is not UTF-8"))?;
+            // Only what means the same in Python's `re` and Rust's `regex` (bytes, ASCII classes).
+            if text.contains('$') || text.contains("(?") || text.contains("\\Z") || text.contains("{,") {
+                return Err(PyValueError::new_err(format!(
+                    "pattern {text:?} is not portable to the core"
+                )));
+            }
+            let re = Regex::new(&format!("(?-u){text}")).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            regexes.push(re);
+        }
+        let literals = literals.into_iter().chain(fact_literals).collect();
+        Ok(Matcher {
+            core: Arc::new(Core {
+                ac,
+                n_full,
+                regexes,
+                literals,
+                trigrams: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// `Prefilter.tiers` (sorted starts, the starts of fact-only lines), for the twin tests.
+    fn tiers(&self, py: Python<'_>, buf: &[u8], begin: usize, end: usize) -> PyResult<(Vec<usize>, Vec<usize>)> {
+        if begin > end || end > buf.len() {
+            return Err(PyValueError::new_err("bad region"));
+        }
+        let core = self.core.clone();
+        let lines = guarded("a buffer", || Ok(py.detach(|| core.tiers(buf, begin, end))))?;
+        let starts = lines.iter().map(|l| l.start).collect();
+        let facts = lines.iter().filter(|l| l.facts_only).map(|l| l.start).collect();
+        Ok((starts, facts))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// One stream: `scan_stream`'s loop, block by block.
+
+struct Plain {
+    file: File,
+    remaining: Option<u64>,
+}
+
+/// What one step hands back: the bytes and lines to count before the candidates, the buffer, the
+/// first line number it holds, the candidates, the lines to count after them, and whether the
+/// stream is done.
+struct Out<'py> {
+    nbytes: usize,
+    read_bytes: usize,
+    lines_before: u64,
+    buf: Option<Bound<'py, PyBytes>>,
+    first_line_no: i64,
+    cands: Vec<(i64, i64, usize, usize, bool)>,
+    lines_after: u64,
+    done: bool,
+}
+
+#[pyclass(module = "ddtriage_core")]
+struct Scan {
+    core: Arc<Core>,
+    block_size: usize,
+    max_line: usize,
+    name: String,
+    history: Vec<u8>,
+    hist_nl: usize,
+    pending: Vec<u8>,
+    line_no: i64,
+    offset: i64,
+    plain: Option<Plain>,
+    error: Option<io::Error>,
+    done: bool,
+    poisoned: bool,
+}
+
+/// The result of scanning one buffer (history + pending + chunk) already in memory.
+enum Step {
+    /// No newline, line still short: everything after `begin` is pending.
+    Carry,
+    /// A fragment of a line too long to keep: buf[begin..cut] is scanned on its own.
+    Fragment { cut: usize, lines: Vec<Line> },
+    /// Complete lines in buf[begin..end].
+    Lines {
+        end: usize,
+        lines: Vec<Line>,
+        first_line_no: i64,
+        numbers: Vec<i64>,
+        count: u64,
+    },
+}
+
+impl Scan {
+    fn number(lines: &[Line], buf: &[u8], begin: usize, mut line_no: i64) -> Vec<i64> {
+        let mut counted = begin;
+        lines
+            .iter()
+            .map(|l| {
+                line_no += count_nl(&buf[counted..l.start]) as i64;
+                counted = l.start;
+                line_no
+            })
+            .collect()
+    }
+
+    /// The core of the loop over one buffer, without the GIL.
+    fn step(core: &Core, buf: &[u8], begin: usize, max_line: usize, line_no: i64, hist_nl: usize) -> Step {
+        match memrchr(b'\n', &buf[begin..]) {
+            None => {
+                if buf.len() - begin < max_line {
+                    return Step::Carry;
+                }
+                let cut = core.fragment_cut(buf, begin);
+                let fragment = &buf[begin..cut];
+                let lines = core.tiers(fragment, 0, fragment.len());
+                Step::Fragment { cut, lines }
+            }
+            Some(i) => {
+                let end = begin + i + 1;
+                let lines = core.tiers(buf, begin, end);
+                let numbers = Self::number(&lines, buf, begin, line_no);
+                // Every byte counted once: up to the last candidate while numbering, then the rest.
+                let count = match (lines.last(), numbers.last()) {
+                    (Some(l), Some(&n)) => (n - line_no) as u64 + count_nl(&buf[l.start..end]) as u64,
+                    _ => count_nl(&buf[begin..end]) as u64,
+                };
+                Step::Lines {
+                    end,
+                    lines,
+                    first_line_no: line_no - hist_nl as i64,
+                    numbers,
+                    count,
+                }
+            }
+        }
+    }
+
+    /// Scan `buf` (history + pending + a new chunk of `nbytes`), update the state, say what to yield.
+    fn process<'py>(&mut self, py: Python<'py>, buf: Bound<'py, PyBytes>, nbytes: usize) -> PyResult<Out<'py>> {
+        if self.poisoned {
+            panic!("poisoned for a test");
+        }
+        let begin = self.history.len();
+        let data = buf.as_bytes();
+        let core = self.core.clone();
+        let (max_line, line_no, hist_nl) = (self.max_line, self.line_no, self.hist_nl);
+        let step = py.detach(|| Self::step(&core, data, begin, max_line, line_no, hist_nl));
+        let mut out = Out {
+            nbytes,
+            read_bytes: 0,
+            lines_before: 0,
+            buf: None,
+            first_line_no: 0,
+            cands: Vec::new(),
+            lines_after: 0,
+            done: false,
+        };
+        match step {
+            Step::Carry => {
+                self.pending = data[begin..].to_vec();
+            }
+            Step::Fragment { cut, lines } => {
+                let fragment = &data[begin..cut];
+                let numbers = Self::number(&lines, fragment, 0, self.line_no);
+                out.first_line_no = self.line_no;
+                out.cands = lines
+                    .iter()
+                    .zip(numbers)
+                    .map(|(l, n)| (n, self.offset + l.start as i64, l.start, l.stop, l.facts_only))
+                    .collect();
+                if !out.cands.is_empty() {
+                    out.buf = Some(PyBytes::new(py, fragment));
+                }
+                self.offset += fragment.len() as i64;
+                self.pending = data[cut..].to_vec();
+                self.history.clear();
+                self.hist_nl = 0;
+            }
+            Step::Lines {
+                end,
+                lines,
+                first_line_no,
+                numbers,
+                count,
+            } => {
+                out.first_line_no = first_line_no;
+                out.cands = lines
+                    .iter()
+                    .zip(numbers)
+                    .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
+                    .collect();
+                out.lines_after = count;
+                self.line_no += count as i64;
+                self.offset += (end - begin) as i64;
+                self.pending = data[end..].to_vec();
+                // _tail_lines: the complete lines in the last HISTORY_BYTES of the region
+                let tail = if end - begin <= HISTORY_BYTES {
+                    &data[begin..end]
+                } else {
+                    let from = end - HISTORY_BYTES;
+                    let at = memchr(b'\n', &data[from..end]).map_or(0, |i| from + i + 1);
+                    &data[at..end]
+                };
+                self.history = tail.to_vec();
+                self.hist_nl = count_nl(&self.history);
+                if !out.cands.is_empty() {
+                    out.buf = Some(buf);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The last line (no newline at the end of the stream): scanned after history.
+    fn finish<'py>(&mut self, py: Python<'py>, mut out: Out<'py>) -> PyResult<Out<'py>> {
+        self.done = true;
+        out.done = true;
+        if self.pending.is_empty() {
+            return Ok(out);
+        }
+        let mut joined = Vec::with_capacity(self.history.len() + self.pending.len());
+        joined.extend_from_slice(&self.history);
+        joined.extend_from_slice(&self.pending);
+        let begin = self.history.len();
+        let core = self.core.clone();
+        let lines = py.detach(|| core.tiers(&joined, begin, joined.len()));
+        let numbers = Self::number(&lines, &joined, begin, self.line_no);
+        out.first_line_no = self.line_no - self.hist_nl as i64;
+        out.cands = lines
+            .iter()
+            .zip(numbers)
+            .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
+            .collect();
+        // The lines after earlier candidates of `out` (a block of no candidates) were counted before.
+        out.lines_before += out.lines_after;
+        out.lines_after = 1;
+        out.buf = if out.cands.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &joined))
+        };
+        self.pending.clear();
+        Ok(out)
+    }
+
+    fn to_py<'py>(&self, py: Python<'py>, out: Out<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let cands = PyList::empty(py);
+        if let Some(buf) = &out.buf {
+            let data = buf.as_bytes();
+            for &(n, off, start, stop, facts_only) in &out.cands {
+                let raw = PyBytes::new(py, &data[start..stop]);
+                cands.append((n, off, start, raw, facts_only))?;
+            }
+        }
+        let buf: Bound<'py, PyAny> = match out.buf {
+            Some(b) => b.into_any(),
+            None => py.None().into_bound(py),
+        };
+        (
+            out.nbytes,
+            out.read_bytes,
+            out.lines_before,
+            buf,
+            out.first_line_no,
+            cands,
+            out.lines_after,
+            out.done,
+        )
+            .into_pyobject(py)
+    }
+
+    /// A new buffer: history + pending + up to `want` bytes read from the plain file.
+    fn read_block<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+        let head = self.history.len() + self.pending.len();
+        let plain = self.plain.as_mut().expect("a plain file");
+        let want = match plain.remaining {
+            Some(r) => std::cmp::min(r, self.block_size as u64) as usize,
+            None => self.block_size,
+        };
+        // A bytes object of the full size, filled in place (no zeroing, no copy); shrunk at the end.
+        let ptr = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), (head + want) as isize) };
+        if ptr.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        let data = unsafe { pyo3::ffi::PyBytes_AsString(ptr) as *mut u8 };
+        let dst = unsafe { std::slice::from_raw_parts_mut(data, head + want) };
+        dst[..self.history.len()].copy_from_slice(&self.history);
+        dst[self.history.len()..head].copy_from_slice(&self.pending);
+        let file = &mut plain.file;
+        let (got, err) = py.detach(move || {
+            let mut got = 0;
+            while got < want {
+                match file.read(&mut dst[head + got..]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return (got, Some(e)),
+                }
+            }
+            (got, None)
+        });
+        if let Some(r) = plain.remaining.as_mut() {
+            *r -= got as u64;
+        }
+        if let Some(e) = err {
+            self.error = Some(e);
+        }
+        let mut obj = ptr;
+        if got < want && unsafe { _PyBytes_Resize(&mut obj, (head + got) as isize) } != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let bytes = unsafe { Bound::from_owned_ptr(py, obj).cast_into_unchecked::<PyBytes>() };
+        Ok((bytes, got))
+    }
+
+    fn os_error(&self, py: Python<'_>, e: &io::Error) -> PyErr {
+        match e.raw_os_error() {
+            Some(code) => {
+                let text = py
+                    .import("os")
+                    .and_then(|os| os.call_method1("strerror", (code,)))
+                    .and_then(|s| s.extract::<String>())
+                    .unwrap_or_else(|_| e.to_string());
+                PyOSError::new_err((code, text, self.name.clone()))
+            }
+            None => PyOSError::new_err(e.to_string()),
+        }
+    }
+}
+
+unsafe extern "C" {
+    fn _PyBytes_Resize(bytes: *mut *mut pyo3::ffi::PyObject, newsize: pyo3::ffi::Py_ssize_t) -> std::os::raw::c_int;
+}
+
+#[pymethods]
+impl Scan {
+    #[new]
+    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream")))]
+    fn new(matcher: &Matcher, block_size: usize, max_line: usize, history: &[u8], name: String) -> PyResult<Self> {
+        if block_size == 0 {
+            return Err(PyValueError::new_err("block_size must be positive"));
+        }
+        Ok(Scan {
+            core: matcher.core.clone(),
+            block_size,
+            max_line,
+            name,
+            history: history.to_vec(),
+            hist_nl: count_nl(history),
+            pending: Vec::new(),
+            line_no: 1,
+            offset: 0,
+            plain: None,
+            error: None,
+            done: false,
+            poisoned: false,
+        })
+    }
+
+    /// From now on, read the rest of the stream from the regular file at `path` itself, from
+    /// `offset`, at most `limit` bytes: only if it is the file (`dev`, `ino`) Python has open.
+    #[pyo3(signature = (path, dev, ino, offset, limit = None))]
+    fn open(&mut self, path: &str, dev: u64, ino: u64, offset: u64, limit: Option<u64>) -> PyResult<bool> {
+        let name = self.name.clone();
+        guarded(&name, || {
+            let Ok(mut file) = File::open(path) else {
+                return Ok(false);
+            };
+            let Ok(meta) = file.metadata() else { return Ok(false) };
+            if meta.dev() != dev || meta.ino() != ino || !meta.is_file() {
+                return Ok(false);
+            }
+            if file.seek(SeekFrom::Start(offset)).is_err() {
+                return Ok(false);
+            }
+            self.plain = Some(Plain { file, remaining: limit });
+            self.name = path.to_string();
+            Ok(true)
+        })
+    }
+
+    /// Read blocks from the plain file until one has candidates or the stream ends. A read error
+    /// ends the stream like its end would (the last line is still scanned); `error()` then has it.
+    fn pull<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let name = self.name.clone();
+        guarded(&name, || {
+            if self.plain.is_none() || self.done {
+                return Err(PyValueError::new_err("no plain file to read, or the stream is done"));
+            }
+            let (mut nbytes, mut read_bytes, mut lines) = (0usize, 0usize, 0u64);
+            loop {
+                // After a read error nothing more is read: the stream ends there (as a SafeStream's does).
+                let (buf, got) = if self.error.is_some() {
+                    (PyBytes::new(py, b""), 0)
+                } else {
+                    self.read_block(py)?
+                };
+                read_bytes += got;
+                if got == 0 {
+                    let out = Out {
+                        nbytes,
+                        read_bytes,
+                        lines_before: lines,
+                        buf: None,
+                        first_line_no: 0,
+                        cands: Vec::new(),
+                        lines_after: 0,
+                        done: false,
+                    };
+                    let out = self.finish(py, out)?;
+                    return self.to_py(py, out);
+                }
+                nbytes += got;
+                let mut out = self.process(py, buf, got)?;
+                out.nbytes = nbytes;
+                out.read_bytes = read_bytes;
+                out.lines_before = lines;
+                if !out.cands.is_empty() {
+                    return self.to_py(py, out);
+                }
+                lines += out.lines_after;
+                if self.error.is_some() {
+                    let out = Out {
+                        lines_before: lines,
+                        lines_after: 0,
+                        nbytes,
+                        read_bytes,
+                        ..out
+                    };
+                    let out = self.finish(py, out)?;
+                    return self.to_py(py, out);
+                }
+            }
+        })
+    }
+
+    /// One chunk that Python read (b"" at the end of the stream, or after a read error).
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: Bound<'py, PyBytes>) -> PyResult<Bound<'py, PyTuple>> {
+        let name = self.name.clone();
+        guarded(&name, || {
+            if self.done {
+                return Err(PyValueError::new_err("the stream is done"));
+            }
+            let n = chunk.as_bytes().len();
+            let empty = Out {
+                nbytes: 0,
+                read_bytes: 0,
+                lines_before: 0,
+                buf: None,
+                first_line_no: 0,
+                cands: Vec::new(),
+                lines_after: 0,
+                done: false,
+            };
+            if n == 0 {
+                let out = self.finish(py, empty)?;
+                return self.to_py(py, out);
+            }
+            let head = self.history.len() + self.pending.len();
+            let buf = if head == 0 {
+                chunk
+            } else {
+                let c = chunk.as_bytes();
+                PyBytes::new_with(py, head + n, |dst| {
+                    dst[..self.history.len()].copy_from_slice(&self.history);
+                    dst[self.history.len()..head].copy_from_slice(&self.pending);
+                    dst[head..].copy_from_slice(c);
+                    Ok(())
+                })?
+            };
+            let out = self.process(py, buf, n)?;
+            self.to_py(py, out)
+        })
+    }
+
+    /// The read error that ended a plain file early, as the OSError Python would raise.
+    fn error(&mut self, py: Python<'_>) -> Option<PyErr> {
+        self.error.take().map(|e| self.os_error(py, &e))
+    }
+
+    /// Make the next step panic (tests prove no panic reaches the user).
+    fn _poison(&mut self) {
+        self.poisoned = true;
+    }
+}
+
+/// Line ends of `data` counted (a helper for tests and the bench).
+#[pyfunction]
+fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
+    py.detach(|| count_nl(data))
+}
+
+#[pymodule]
+fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    install_hook();
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Matcher>()?;
+    m.add_class::<Scan>()?;
+    m.add_function(wrap_pyfunction!(count_lines, m)?)?;
+    Ok(())
+}
