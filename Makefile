@@ -34,7 +34,7 @@ demo: install
 	$(BIN)/ddtriage scan sample_logs/ --fail-on never
 
 test: install
-	$(BIN)/python -m pytest -q -n auto --durations=15
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --durations=15
 
 # Style, complexity and types; configured in pyproject.toml ([tool.ruff], [tool.mypy]).
 lint: install

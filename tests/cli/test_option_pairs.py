@@ -87,7 +87,7 @@ def covering(table: dict[str, list[list[str]]], seed: int = 16) -> list[dict[str
 
 
 def _args(table: dict[str, list[list[str]]], case: dict[str, int], tmp: Path) -> list[str]:
-    out: list[str] = []
+    out: list[str] = [] if "--jobs" in case else ["--jobs", "1"]  # a pool per case only where --jobs is asked
     for name in sorted(case):
         out += [a.replace("{tmp}", str(tmp)) for a in table[name][case[name]]]
     return out

@@ -7,6 +7,7 @@ formats, inputs read with a caveat kept apart from skipped ones. Everything thro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -210,8 +211,12 @@ def test_a_reader_that_leaves_early_does_not_change_the_exit_code(repeat):
 
 
 def _scan(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "analyzer", "scan", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """`ddtriage scan ARGS` through click's runner (no process is under test here), shaped as a
+    finished process."""
+    with contextlib.chdir(cwd or ROOT):
+        result = CliRunner().invoke(cli, ["scan", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return subprocess.CompletedProcess(["ddtriage", "scan", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def _usage_line(result: subprocess.CompletedProcess) -> str:

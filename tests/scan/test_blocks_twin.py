@@ -71,20 +71,20 @@ CRAFTED = {
     "overlapping": b"LLM_LLM_0x50100x5010\n4294967295errnoE19E19\n",
     "message pattern": b'{"MESSAGE" :\n [1]}\n{"MESSAGE"\t:\t[2]}\n{"MESSAGE": "x"}\n',
     "only newlines": b"\n" * 1000,
-    "many hits": b"".join(b"line %d 0x5010 local ip\n" % i for i in range(3000)),
+    "many hits": b"".join(b"line %d 0x5010 local ip\n" % i for i in range(800)),
     "long line": b"x" * 9000 + b" 0x5010 " + b"y" * 9000 + b"LLM_" + b"z" * 5000 + b"\nafter errno\n",
     "long line, literal at the cut": b"q" * 4000 + b"4294967295" + b"q" * 100 + b"0x5010" + b"w" * 30 + b"\nz\n",
     "long final line": b"head\n" + b"0x5010 " * 2000,
     "history": b"".join(b"%05d some noise line of text\n" % i for i in range(4000)) + b"errno 1\n",
 }
-BLOCKS = [1, 2, 3, 5, 7, 64, 1000, 4096, 1 << 20]
+BLOCKS = [1, 3, 7, 64, 1000, 4096, 1 << 20]
 
 
 @pytest.mark.parametrize("name", sorted(CRAFTED))
 @pytest.mark.parametrize("block_size", BLOCKS)
 def test_crafted_inputs_at_every_block_size(name: str, block_size: int) -> None:
     data = CRAFTED[name]
-    if block_size < 64 and len(data) > 20000:
+    if block_size < 64 and len(data) > 20000 or block_size < 1000 and len(data) > 60000:
         pytest.skip("too slow at this block size (the Python twin)")
     for max_line in (scanner.MAX_LINE, 1000, 2048):
         same(lambda: io.BytesIO(data), block_size=block_size, max_line=max_line)
@@ -152,7 +152,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch) -> list:
 
 def _big(tmp_path: Path) -> tuple[Path, bytes]:
     lines = [b"%06d noise noise noise %s\r\n" % (i, b"0x5010" if i % 97 == 0 else b"local ip" if i % 13 == 0 else b"")
-             for i in range(60000)]
+             for i in range(12000)]
     lines[3000] = b"L" * 70000 + b" LLM_ " + b"M" * 100 + b"\n"  # a long line across blocks
     data = b"".join(lines) + b"tail 4294967295"
     path = tmp_path / "plain.log"
