@@ -181,7 +181,7 @@ NO_ZONE = {"syslog-rfc3164", "csv", "terminal-colour"}  # the envelope tells no 
 
 
 def scan(*args):
-    result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", "--year", "2025", *args],
+    result = CliRunner().invoke(cli, ["scan", "-q", "--jobs", "1", "--format", "json", "--year", "2025", *args],
                                 catch_exceptions=False)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
@@ -246,7 +246,7 @@ def test_colour_in_a_plain_log_is_cleaned():
 
 
 def scan_text(text, *args):
-    result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", "--year", "2025", *args, "-"],
+    result = CliRunner().invoke(cli, ["scan", "-q", "--jobs", "1", "--format", "json", "--year", "2025", *args, "-"],
                                 input=text, catch_exceptions=False)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)["findings"]
@@ -255,7 +255,7 @@ def scan_text(text, *args):
 def scan_wrapped(tmp_path, text, *args, name="logs.txt"):
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
-    result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", "--year", "2025", *args, str(path)],
+    result = CliRunner().invoke(cli, ["scan", "-q", "--jobs", "1", "--format", "json", "--year", "2025", *args, str(path)],
                                 catch_exceptions=False)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
@@ -440,7 +440,7 @@ ZONE_FROM_README = {
 
 
 def scan_json(*args: str) -> dict:
-    result = CliRunner().invoke(cli, ["scan", "-q", "--format", "json", *args], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["scan", "-q", "--jobs", "1", "--format", "json", *args], catch_exceptions=False)
     assert result.exit_code in (0, 1), result.stderr
     return json.loads(result.stdout)
 
