@@ -9,6 +9,7 @@ keeps a bounded summary per node: sets of small values and at most `MAX_REQ_IDS`
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,7 +209,11 @@ class _Screen:
         return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _compiles(hyperscan: Any, expression: bytes) -> bool:
+    """Whether hyperscan takes `expression` (a construct it lacks sends that pattern to Python).
+    Remembered per process: the answer is a fact of the expression, and a process that loads the
+    rules again (the tests, a library user) need not pay ~3 ms a pattern again."""
     try:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
         db.compile(expressions=[expression], ids=[0], flags=[hyperscan.HS_FLAG_SINGLEMATCH])
