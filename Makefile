@@ -41,6 +41,9 @@ lint: install
 	$(BIN)/ruff check analyzer tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	@if command -v cargo >/dev/null 2>&1; then \
+	  cd core && cargo fmt --check && cargo clippy --quiet --release --all-targets -- -D warnings; \
+	else echo "note: cargo not found; the core's fmt and clippy checks are skipped"; fi
 
 # Regenerate the golden reports of sample_logs/ (never edit them by hand).
 golden: install

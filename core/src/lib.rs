@@ -418,6 +418,22 @@ struct Out<'py> {
     done: bool,
 }
 
+impl Out<'_> {
+    /// A result that holds no block yet: `nbytes` taken so far, nothing found.
+    fn empty(nbytes: usize) -> Self {
+        Out {
+            nbytes,
+            read_bytes: 0,
+            lines_before: 0,
+            buf: None,
+            first_line_no: 0,
+            cands: Vec::new(),
+            lines_after: 0,
+            done: false,
+        }
+    }
+}
+
 #[pyclass(module = "ddtriage_core")]
 struct Scan {
     core: Arc<Core>,
@@ -506,16 +522,7 @@ impl Scan {
         let core = self.core.clone();
         let (max_line, line_no, hist_nl) = (self.max_line, self.line_no, self.hist_nl);
         let step = py.detach(|| Self::step(&core, data, begin, max_line, line_no, hist_nl));
-        let mut out = Out {
-            nbytes,
-            read_bytes: 0,
-            lines_before: 0,
-            buf: None,
-            first_line_no: 0,
-            cands: Vec::new(),
-            lines_after: 0,
-            done: false,
-        };
+        let mut out = Out::empty(nbytes);
         match step {
             Step::Carry => {
                 self.pending = data[begin..].to_vec();
@@ -759,14 +766,9 @@ impl Scan {
                 read_bytes += got;
                 if got == 0 {
                     let out = Out {
-                        nbytes,
                         read_bytes,
                         lines_before: lines,
-                        buf: None,
-                        first_line_no: 0,
-                        cands: Vec::new(),
-                        lines_after: 0,
-                        done: false,
+                        ..Out::empty(nbytes)
                     };
                     let out = self.finish(py, out)?;
                     return self.to_py(py, out);
@@ -803,16 +805,7 @@ impl Scan {
                 return Err(PyValueError::new_err("the stream is done"));
             }
             let n = chunk.as_bytes().len();
-            let empty = Out {
-                nbytes: 0,
-                read_bytes: 0,
-                lines_before: 0,
-                buf: None,
-                first_line_no: 0,
-                cands: Vec::new(),
-                lines_after: 0,
-                done: false,
-            };
+            let empty = Out::empty(0);
             if n == 0 {
                 let out = self.finish(py, empty)?;
                 return self.to_py(py, out);
