@@ -38,17 +38,15 @@ class Finding(NamedTuple):
     api_evidence: str | None  # func | tag | message | traceback | nearby | None
     api_line: int | None  # the line the API was read from
     recoverable: bool | None
-    rule: str
+    rule: str  # the remedy rule's id: its text is looked up by it when a report is written (`RuleTexts`)
     action: str
-    remedy: str
     text: str
     form: str
     pid: str | None = None
     tid: str | None = None
     in_cluster_results: bool = False
     known: bool = True
-    generic: bool = False
-    references: tuple[str, ...] = ()
+    generic: bool = False  # internal: the code is a generic one (LLM_FAILED, ...); not in a report
     node: str | None = None  # from the bundle or folder name
     kind: str = "application"  # host | device | application
     device: str | None = None
@@ -64,6 +62,45 @@ class Finding(NamedTuple):
     envelope_time: str | None = None  # the envelope's own time (ISO 8601, its offset kept)
     time_source: str | None = None  # where `timestamp` came from: line | envelope (None: no time)
     link: tuple[tuple[str, str], ...] = ()  # link facts of its line and process: (kind, value), by kind
+
+
+class RuleText(NamedTuple):
+    """What a report says for a remedy rule: the remedy and its references."""
+
+    remedy: str
+    references: tuple[str, ...] = ()
+
+
+NO_TEXT = RuleText("")
+
+
+class RuleTexts:
+    """The text of each remedy rule, by rule id.
+
+    A finding holds only its rule's id: a storm of 100,000 findings carries one remedy per rule,
+    not one per finding, and the text a report prints is chosen when it is written. A run knows
+    the texts of the rules it loaded; a merge also learns those of rules only a part knew."""
+
+    __slots__ = ("_texts",)
+
+    def __init__(self, texts: dict[str, RuleText] | None = None) -> None:
+        self._texts = dict(texts or {})
+
+    def of(self, rule: str) -> RuleText:
+        return self._texts.get(rule, NO_TEXT)
+
+    def remedy(self, rule: str) -> str:
+        return self._texts.get(rule, NO_TEXT).remedy
+
+    def learn(self, rule: str, text: RuleText) -> None:
+        """A part's text for a rule this run does not know (this run's own texts win)."""
+        self._texts.setdefault(rule, text)
+
+    def copy(self) -> RuleTexts:
+        return RuleTexts(self._texts)
+
+    def __contains__(self, rule: object) -> bool:
+        return rule in self._texts
 
 
 @dataclass(frozen=True, slots=True)

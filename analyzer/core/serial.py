@@ -26,11 +26,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .errors import InputError
-from .records import Finding
+from .records import NO_TEXT, Finding, RuleText, RuleTexts
 
 
-def finding_dict(f: Finding) -> dict[str, Any]:
-    """The JSON shape of a finding (stable key order)."""
+def finding_dict(f: Finding, texts: RuleTexts) -> dict[str, Any]:
+    """The JSON shape of a finding (stable key order); its rule's remedy and references from `texts`."""
+    text = texts.of(f.rule)
     return {
         "source": f.source,
         "line": f.line,
@@ -47,8 +48,8 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "rule": f.rule,
         "fingerprint": f.fingerprint,
         "action": f.action,
-        "remedy": f.remedy,
-        "references": list(f.references),
+        "remedy": text.remedy,
+        "references": list(text.references),
         "form": f.form,
         "in_cluster_results": f.in_cluster_results,
         "bundle": f.bundle,
@@ -104,14 +105,15 @@ def _plain(value: tuple) -> list:
     return list(value)
 
 
-def _fast(f: Finding) -> str:
+def _fast(f: Finding, texts: RuleTexts) -> str:
+    text = texts.of(f.rule)
     return (f'{{"source": {_string(f.source)}, "line": {int.__repr__(f.line)}, "timestamp": {_str(f.timestamp)}, '
             f'"time_source": {_str(f.time_source)}, "inferred_time": {_str(f.time_hint)}, '
             f'"code": {_string(f.code)}, "name": {_str(f.name)}, '
             f'"known": {_bool(f.known)}, "api": {_str(f.api)}, "api_evidence": {_str(f.api_evidence)}, '
             f'"api_line": {_int(f.api_line)}, "recoverable": {_bool(f.recoverable)}, "rule": {_string(f.rule)}, '
             f'"fingerprint": {_string(f.fingerprint)}, "action": {_string(f.action)}, '
-            f'"remedy": {_cached(f.remedy)}, "references": {_cached(f.references)}, "form": {_string(f.form)}, '
+            f'"remedy": {_cached(text.remedy)}, "references": {_cached(text.references)}, "form": {_string(f.form)}, '
             f'"in_cluster_results": {_bool(f.in_cluster_results)}, "bundle": {_str(f.bundle)}, '
             f'"node": {_str(f.node)}, "pod": {_str(f.pod)}, "container": {_str(f.container)}, '
             f'"stream": {_str(f.stream)}, "envelope": {_str(f.envelope)}, "envelope_time": {_str(f.envelope_time)}, '
@@ -131,25 +133,27 @@ _FAST_KEYS = ["source", "line", "timestamp", "time_source", "inferred_time", "co
               "envelope_time", "kind", "device", "pid", "tid", "causes", "link", "text"]
 
 
-def _slow(f: Finding) -> str:
-    return _dumps(finding_dict(f))
+def _slow(f: Finding, texts: RuleTexts) -> str:
+    return _dumps(finding_dict(f, texts))
 
 
-def _pick() -> Callable[[Finding], str]:
-    """The fast encoder while it writes what `to_dict` holds, key for key; else `json.dumps`."""
+def _pick() -> Callable[[Finding, RuleTexts], str]:
+    """The fast encoder while it writes what `finding_dict` holds, key for key; else `json.dumps`."""
     probe = Finding(source="s", line=1, timestamp=None, code="0x5010B001", name=None, api=None, api_evidence=None,
-                    api_line=None, recoverable=None, rule="r", action="a", remedy="m", text="t", form="hex")
-    return _fast if list(finding_dict(probe)) == _FAST_KEYS and _fast(probe) == _slow(probe) else _slow
+                    api_line=None, recoverable=None, rule="r", action="a", text="t", form="hex")
+    texts = RuleTexts({"r": RuleText("m", ("ref",))})
+    return (_fast if list(finding_dict(probe, texts)) == _FAST_KEYS and _fast(probe, texts) == _slow(probe, texts)
+            else _slow)
 
 
 finding_line = _pick()
 
 
-def finding_lines(findings: Iterable[Finding]) -> Iterator[str]:
+def finding_lines(findings: Iterable[Finding], texts: RuleTexts) -> Iterator[str]:
     """`finding_line` of each finding, in order."""
     encode = finding_line
     for f in findings:
-        yield encode(f)
+        yield encode(f, texts)
 
 
 # --- the columnar shape (Parquet, CSV, merge): the columns fleet tables are queried by come first ---
@@ -158,15 +162,21 @@ KEY_COLUMNS = ("bundle", "node", "pod", "kind", "device", "pid", "code", "name",
 _COLUMN = {"time_hint": "inferred_time"}  # column (JSON) name of a field, where they differ
 _FIELD = {c: f for f, c in _COLUMN.items()}
 _INTERNAL = {"year_guessed"}  # settled by the scan; not part of a report
-# Everything else a finding holds, in field order, so that a finding can be rebuilt.
-REST_COLUMNS = tuple(_COLUMN.get(f, f) for f in Finding._fields if f not in KEY_COLUMNS and f not in _INTERNAL)
+_RULE_TEXT = ("remedy", "references")  # looked up by the finding's rule (`RuleTexts`), not held by it
+# Everything else a report holds of a finding, so that a finding can be rebuilt: its fields in
+# order, with its rule's texts where a finding once held them (the columns do not move).
+REST_COLUMNS = ("api_evidence", "api_line", "remedy", "text", "form", "tid", "in_cluster_results", "known",
+                "generic", "references", "causes", "inferred_time", "container", "stream", "envelope",
+                "envelope_time", "time_source", "link")
 COLUMNS = KEY_COLUMNS + REST_COLUMNS
 
 
-def value(f: Finding, column: str) -> Any:
-    """The cell of `column` for finding `f`."""
+def value(f: Finding, column: str, texts: RuleTexts) -> Any:
+    """The cell of `column` for finding `f` (its rule's texts from `texts`)."""
+    if column == "remedy":
+        return texts.remedy(f.rule)
     if column == "references":
-        return list(f.references)
+        return list(texts.of(f.rule).references)
     if column == "causes":
         return [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in f.causes]
     if column == "link":  # (kind, value) pairs: a map in Parquet
@@ -174,26 +184,37 @@ def value(f: Finding, column: str) -> Any:
     return getattr(f, _FIELD.get(column, column))
 
 
-def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None) -> Finding:
+def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None,
+               texts: RuleTexts | None = None) -> Finding:
     """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
     are no finding field (a baseline mark) are left out. `generic` (not in a report) tells from
-    the code whether the catalog holds it generic."""
+    the code whether the catalog holds it generic. `texts` learns the remedy of a rule it does
+    not know from the row (a user rule of the scan that wrote it)."""
     fields = {_FIELD.get(k, k): v for k, v in row.items() if _FIELD.get(k, k) in _FIELDS}
     for name in _SHARED:  # one string per distinct value, as the engine shares them, not one per row
         if isinstance(fields.get(name), str):
             fields[name] = sys.intern(fields[name])
-    fields["references"] = tuple(row.get("references") or ())
     fields["causes"] = tuple((c["line"], c["family"], c["code"], c["meaning"]) for c in row.get("causes") or ())
     link = row.get("link") or ()
     fields["link"] = tuple(sorted((dict(link) if not isinstance(link, dict) else link).items()))
     if generic is not None:
         fields["generic"] = generic(fields["code"])
+    if texts is not None and fields["rule"] not in texts:
+        texts.learn(fields["rule"], rule_text_of(row))
     return Finding(**fields)
 
 
 _FIELDS = set(Finding._fields)
-_SHARED = ("source", "bundle", "node", "kind", "code", "name", "api", "api_evidence", "rule", "action", "remedy",
+_SHARED = ("source", "bundle", "node", "kind", "code", "name", "api", "api_evidence", "rule", "action",
            "form", "fingerprint", "pid", "tid")
+
+
+def rule_text_of(row: dict[str, Any]) -> RuleText:
+    """The remedy and references a row was written with (what a merge learns of a rule it does not know)."""
+    remedy = row.get("remedy")
+    if not isinstance(remedy, str):
+        return NO_TEXT
+    return RuleText(remedy, tuple(row.get("references") or ()))
 
 
 # --- Parquet ---------------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class _OpenBurst:
             lead=BurstLead(
                 line=lead.line, timestamp=lead.timestamp, inferred_time=lead.time_hint,
                 code=lead.code, name=lead.name, api=lead.api, api_evidence=lead.api_evidence,
-                recoverable=lead.recoverable, rule=lead.rule, action=lead.action, remedy=lead.remedy,
+                recoverable=lead.recoverable, rule=lead.rule, action=lead.action,
                 text=lead.text),
             echoes=self.echoes,
             repeats=self.repeats,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..core.errors import DDTriageError
-from ..core.records import Finding
+from ..core.records import Finding, RuleTexts
 from ..core.serial import finding_dict
 
 if TYPE_CHECKING:
@@ -102,13 +102,14 @@ class KnownErrors:
     suppressed: list[tuple[Finding, Suppression]] = field(default_factory=list)
     expired: list[Suppression] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, texts: RuleTexts) -> dict[str, Any]:
+        """The JSON report's part; `texts`: the rules' remedies of the suppressed findings."""
         out: dict[str, Any] = {}
         if self.baseline is not None:
             out["baseline"] = {"file": self.baseline, "new": self.new, "known": len(self.known),
                                "gone": [g.to_dict() for g in self.gone]}
         if self.suppressions is not None:
-            out["suppressed"] = [dict(finding_dict(f), suppressed_by=s.to_dict()) for f, s in self.suppressed]
+            out["suppressed"] = [dict(finding_dict(f, texts), suppressed_by=s.to_dict()) for f, s in self.suppressed]
             out["expired_suppressions"] = [s.to_dict() for s in self.expired]
         return out
 

@@ -173,8 +173,8 @@ class BurstLead:
     recoverable: bool | None
     rule: str
     action: str
-    remedy: str
     text: str  # the log line (cut to the scanner's width)
+    remedy: str = ""  # the rule's remedy, filled when the run concludes (`run.finish`): findings hold only rule ids
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,6 +17,7 @@ from typing import Any
 import regex
 
 from ..core.errors import RuleError
+from ..core.records import RuleText, RuleTexts
 from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
@@ -107,6 +108,14 @@ class RuleSet:
         self._generic = [r for r in self._ordered if r.codes is None]
         self.uses_nearby = any(r.nearby is not None for r in rules)
         self.disabled: dict[str, str] = {}  # rule id -> why it stopped being tried (a regex timeout)
+        self._texts: RuleTexts | None = None
+
+    @property
+    def texts(self) -> RuleTexts:
+        """Each rule's remedy and references, by id: what a report prints for a finding's rule."""
+        if self._texts is None:
+            self._texts = RuleTexts({r.id: RuleText(r.remedy, r.references) for r in self.rules})
+        return self._texts
 
     def candidates(self, value: int) -> list[Rule]:
         rules = self._by_code.get(value)

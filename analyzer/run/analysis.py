@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core.observations import NodeFacts, RelatedEvent
-from ..core.records import InputStats
+from ..core.records import InputStats, RuleTexts
 from ..diagnose.summary import Summary
 from ..knowledge.rules import RuleSet
 from .store import FindingStore
@@ -35,6 +35,17 @@ class Analysis:
     context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
     full: bool = False  # the command's --full: text and Markdown list every row, not the first screens' worth
+    texts: RuleTexts | None = None  # each rule's remedy and references (default: those of `rules`)
+
+    def __post_init__(self) -> None:
+        if self.texts is None:
+            self.texts = self.rules.texts
+
+    @property
+    def rule_texts(self) -> RuleTexts:
+        """The texts a writer prints for a finding's rule (`texts`, never None once built)."""
+        assert self.texts is not None
+        return self.texts
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""

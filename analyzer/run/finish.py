@@ -14,11 +14,11 @@ from dataclasses import replace
 from datetime import date
 
 from ..core.observations import NodeFacts, RelatedEvent
-from ..core.records import Finding, InputStats
+from ..core.records import Finding, InputStats, RuleTexts
 from ..core.times import EVERY_TIME, TimeWindow, settle_related_years, time_policy
 from ..diagnose.known_errors import KnownErrors, read_baseline, read_suppressions
 from ..diagnose.story import build_incidents
-from ..diagnose.summary import Summary
+from ..diagnose.summary import Burst, Summary
 from ..diagnose.tally import Tally, summarize
 from ..knowledge.rules import RuleSet
 from .analysis import Analysis
@@ -26,7 +26,7 @@ from .store import FindingStore
 
 
 def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rules: RuleSet,
-               window: TimeWindow = EVERY_TIME) -> Analysis:
+               window: TimeWindow = EVERY_TIME, texts: RuleTexts | None = None) -> Analysis:
     """The analysis of the findings in `store` (in report order) and what the units observed
     (`stats.observed`). `tally`: the units' own aggregates, when they fit the store as it is."""
     store.transform = time_policy(store.raw, store.guessed > 0, window)
@@ -40,15 +40,28 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     stats.outside_window += store.raw_count - tally.count
     sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
-    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes)
+    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, texts)
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,
-             related: list[RelatedEvent], links: dict[str | None, NodeFacts]) -> Analysis:
-    """The `Analysis` of a summary: its incidents from the bursts, related errors and link facts."""
+             related: list[RelatedEvent], links: dict[str | None, NodeFacts],
+             texts: RuleTexts | None = None) -> Analysis:
+    """The `Analysis` of a summary: its bursts' remedies, its incidents from the bursts, related
+    errors and link facts. `texts`: the rules' texts (default: those of `rules`)."""
+    texts = texts or rules.texts
+    summary = with_remedies(summary, texts)
     incidents = build_incidents(summary.bursts, related, links, rules)
     return Analysis(findings, stats, rules, replace(summary, incidents=incidents), related=related,
-                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")))
+                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")), texts=texts)
+
+
+def with_remedies(summary: Summary, texts: RuleTexts) -> Summary:
+    """The summary with each burst's remedy, looked up by its lead's rule (a tally counts, it does
+    not hold the texts; a summary keeps at most `MAX_BURSTS` bursts, so this is cheap)."""
+    def filled(b: Burst) -> Burst:
+        return replace(b, lead=replace(b.lead, remedy=texts.remedy(b.lead.rule)))
+    return replace(summary, bursts=tuple(filled(b) for b in summary.bursts),
+                   burst_groups=tuple(replace(g, first=filled(g.first)) for g in summary.burst_groups))
 
 
 def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppressions: str | None = None,
@@ -82,5 +95,5 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         known.new = len(findings)
     analysis.findings.close()
     left = conclude(FindingStore.of(findings), analysis.inputs, analysis.rules, summarize(findings),
-                    analysis.related, analysis.links)  # what is left: few, in memory
+                    analysis.related, analysis.links, analysis.texts)  # what is left: few, in memory
     return replace(left, known_errors=known, context=analysis.context, fail_on=analysis.fail_on)

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from ..core.errors import InputError
 from ..core.observations import Observed
-from ..core.records import Finding, InputStats, Skipped
+from ..core.records import Finding, InputStats, RuleTexts, Skipped
 from ..core.serial import PARQUET_METADATA_KEY, finding_of, load_pyarrow
 from ..knowledge.rules import RuleSet
 from .api import Analysis
@@ -42,6 +42,7 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
     left out with a warning, so nothing is counted twice; a part that repeats only some of the
     logs merged before is an `InputError`, since its input stats cannot be split."""
     ruleset = rules or RuleSet.load()
+    texts = ruleset.texts.copy()  # and those of rules only a part's scan knew (its user rules)
     store = FindingStore(spill_dir())
     stats = InputStats()
     observed = Observed()  # related errors and link facts of the JSON parts, for the incidents
@@ -58,7 +59,7 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
             def sink(f: Finding, add: Callable[[Finding], None] = writer.add, digests: _Digests = digests) -> None:
                 digests.add(f)
                 add(f)
-            part_stats = read_part(part, sink, ruleset, part_observed)
+            part_stats = read_part(part, sink, ruleset, part_observed, texts)
             runs = writer.finish()
             earlier = seen.repeats(part, digests)
             if earlier is not None:
@@ -74,7 +75,7 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
             observed.add(part_observed)
             store.add(runs)
         stats.observed = observed
-        return finish_run(store, stats, None, ruleset)  # counted again: the parts' tallies are not kept
+        return finish_run(store, stats, None, ruleset, texts=texts)  # counted again: the parts' tallies are not kept
     except BaseException:
         store.close()
         raise
@@ -137,22 +138,22 @@ class _Seen:
 
 
 def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
-              observed: Observed | None = None) -> InputStats | None:
+              observed: Observed | None = None, texts: RuleTexts | None = None) -> InputStats | None:
     """Feed the findings of one part to `sink` in its order; return its input stats (None for
-    JSONL, which has none)."""
+    JSONL, which has none). `texts` learns the remedies of rules `rules` does not hold."""
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
         if magic == b"PAR1":
-            return _read_parquet(path, sink, observed)
+            return _read_parquet(path, sink, observed, texts)
         with open(path, encoding="utf-8") as text:
             first = text.readline()
             if first.strip() == "{":
-                return _read_json(path, text, sink, rules, observed)
+                return _read_json(path, text, sink, rules, observed, texts)
             text.seek(0)
             for n, line in enumerate(text, 1):
                 if line.strip():
-                    sink(finding_of(_loads(line, path, n), rules.catalog.is_generic))
+                    sink(finding_of(_loads(line, path, n), rules.catalog.is_generic, texts))
             return None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -172,7 +173,7 @@ def _loads(line: str, path: str, n: int) -> dict[str, Any]:
 
 
 def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules: RuleSet,
-               observed: Observed | None = None) -> InputStats:
+               observed: Observed | None = None, texts: RuleTexts | None = None) -> InputStats:
     """A JSON report, streamed: its head up to the findings, then one finding per line."""
     head = ["{"]
     for line in text:
@@ -191,11 +192,12 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
         if item.startswith("{"):
             found = _loads(item, path, n)
             if found.get("baseline") != "known":  # hidden by that scan's baseline
-                sink(finding_of(found, rules.catalog.is_generic))
+                sink(finding_of(found, rules.catalog.is_generic, texts))
     return stats_from_dict(report["inputs"])
 
 
-def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None) -> InputStats:
+def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None,
+                  texts: RuleTexts | None = None) -> InputStats:
 
     pq = load_pyarrow().parquet
     handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # read in pieces, not whole
@@ -204,7 +206,7 @@ def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed
         raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
     for batch in handle.iter_batches(batch_size=4096):  # a few MiB of rows at a time
         for row in batch.to_pylist():
-            sink(finding_of(row))
+            sink(finding_of(row, texts=texts))
     head = json.loads(meta)
     if observed is not None:
         observed.add_report(head.get("related") or [], head.get("links") or [])

@@ -35,5 +35,6 @@ def _cell(v: object) -> object:
 def write(analysis: Analysis, out: TextIO) -> None:
     rows = csv.writer(out, lineterminator="\n")
     rows.writerow(CSV_COLUMNS)
+    texts = analysis.rule_texts
     for f in analysis.findings:
-        rows.writerow([_cell(value(f, c)) for c in CSV_COLUMNS])
+        rows.writerow([_cell(value(f, c, texts)) for c in CSV_COLUMNS])

@@ -33,6 +33,7 @@ from .ci import (
 from .common import describe_api, describe_code, inputs_line, known_errors_lines, plural, recoverable_word
 
 if TYPE_CHECKING:
+    from ..core.records import RuleTexts
     from ..run.analysis import Analysis
 
 name = "github"
@@ -65,10 +66,10 @@ def annotation(kind: str, message: str, file: str | None = None, line: int | Non
     return f"::{kind}{' ' + ','.join(props) if props else ''}::{escape_data(message)}"
 
 
-def _group_annotation(g: Group) -> str:
+def _group_annotation(g: Group, texts: RuleTexts) -> str:
     f = g.first
     times = f" ({plural(g.count, 'time')}, {g.where()})" if g.count > 1 else ""
-    return annotation(level(f.recoverable), f"{f.action}: {f.remedy}{times}", f.source, f.line,
+    return annotation(level(f.recoverable), f"{f.action}: {texts.remedy(f.rule)}{times}", f.source, f.line,
                       f"ddtriage: {headline(f)}")
 
 
@@ -81,7 +82,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
     # Per level: (annotation, findings, related errors); related groups after the findings, in the same cap.
     by_level: dict[str, list[tuple[str, int, int]]] = {"error": [], "warning": []}
     for g in groups(analysis):
-        by_level[level(g.first.recoverable)].append((_group_annotation(g), g.count, 0))
+        by_level[level(g.first.recoverable)].append((_group_annotation(g, analysis.rule_texts), g.count, 0))
     related_kind = "error" if related_fails(analysis) else "warning"
     for r in related_groups(analysis):
         by_level[related_kind].append((_related_annotation(r, related_kind), 0, r.count))
@@ -176,7 +177,7 @@ class _StepSummary:
         sections.append(codes + [""])
         found = groups(analysis)
         rows = [f"| `{self._code(g.first.source)}:{g.first.line}` | {g.count} | {c(headline(g.first))} | "
-                f"{c(g.first.remedy)} |" for g in found]
+                f"{c(analysis.rule_texts.remedy(g.first.rule))} |" for g in found]
         sections.append(self._folded(f"{plural(len(found), 'place')} with findings",
                                      "| where | times | finding | remedy |\n|---|---:|---|---|", rows))
         return self._join(sections)

@@ -36,12 +36,13 @@ def build(analysis: Analysis) -> list[dict[str, Any]]:
     found = sorted(groups(analysis), key=lambda g: (g.first.source, g.first.line))
     ids = stable_ids((g.first.fingerprint, g.first.node) for g in found)
     issues = []
+    texts = analysis.rule_texts
     for g, uid in zip(found, ids, strict=True):
         f = g.first
         times = f" ({g.count} times, {g.where()})" if g.count > 1 else ""
         issues.append({
             "type": "issue",
-            "description": f"{headline(f)}: {f.remedy}{times}",
+            "description": f"{headline(f)}: {texts.remedy(f.rule)}{times}",
             "check_name": f.rule,
             "fingerprint": uid,
             "severity": SEVERITY[f.recoverable],

@@ -42,7 +42,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
     }
     known = analysis.known_errors
     if known is not None:  # what --baseline / --suppressions hid, and why
-        head.update(known.to_dict())
+        head.update(known.to_dict(analysis.rule_texts))
     # Escapes what a terminal could act on and names that are not UTF-8: still valid JSON.
     text = json_text(json.dumps(head, indent=2, ensure_ascii=False))
     out.write(text[:-2] + ',\n  "findings": [')
@@ -60,11 +60,11 @@ def _lines(analysis: Analysis) -> Iterator[str]:
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
-        yield from finding_lines(analysis.findings)  # streamed from the store
+        yield from finding_lines(analysis.findings, analysis.rule_texts)  # streamed from the store
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):
-        yield json.dumps(dict(finding_dict(f), baseline=mark), ensure_ascii=False)
+        yield json.dumps(dict(finding_dict(f, analysis.rule_texts), baseline=mark), ensure_ascii=False)
 
 
 def render(analysis: Analysis) -> str:

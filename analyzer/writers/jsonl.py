@@ -20,5 +20,5 @@ suffix = ".jsonl"
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    for line in finding_lines(analysis.findings):
+    for line in finding_lines(analysis.findings, analysis.rule_texts):
         out.write(line + "\n")

@@ -39,6 +39,7 @@ from .ci import (
 )
 
 if TYPE_CHECKING:
+    from ..core.records import RuleTexts
     from ..run.analysis import Analysis
 
 name = "junit"
@@ -62,7 +63,7 @@ def _body(text: str) -> str:
     return _clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _case(g: Group) -> str:
+def _case(g: Group, texts: RuleTexts) -> str:
     f = g.first
     lines = [f"{headline(f)} ({f.rule})", f"{f.source}: {g.where(limit=50)}"]
     if f.node:
@@ -71,7 +72,7 @@ def _case(g: Group) -> str:
         lines.append(f"first at: {f.timestamp}")
     lines.append(f"line {f.line}: {f.text}")
     return (f"    <testcase classname={_attr(f.rule)} name={_attr(f'{f.source}:{f.line}')}>\n"
-            f"      <failure type={_attr(f.name or f.code)} message={_attr(f.remedy)}>"
+            f"      <failure type={_attr(f.name or f.code)} message={_attr(texts.remedy(f.rule))}>"
             f"{_body(chr(10).join(lines))}</failure>\n"
             f"    </testcase>\n")
 
@@ -103,7 +104,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
             out.write(f"    <testcase classname={_attr(rule_id)} name=\"no findings\"/>\n")
             continue
         for g in sorted(found, key=lambda g: (g.first.source, g.first.line)):
-            out.write(_case(g))
+            out.write(_case(g, analysis.rule_texts))
     for r in related:
         out.write(_related_case(r, failing))
     skipped = analysis.inputs.to_dict()["skipped"]

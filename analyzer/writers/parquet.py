@@ -49,9 +49,10 @@ def write(analysis: Analysis, out: BinaryIO) -> None:
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
         batch: dict[str, list[Any]] = {c: [] for c in COLUMNS}
         rows = 0
+        texts = analysis.rule_texts
         for f in analysis.findings:
             for column, cells in batch.items():
-                cells.append(value(f, column))
+                cells.append(value(f, column, texts))
             rows += 1
             if rows == ROW_GROUP:
                 writer.write_table(pa.table(batch, schema=target))

@@ -37,7 +37,7 @@ from .ci import (
 from .safe import json_text
 
 if TYPE_CHECKING:
-    from ..core.records import Finding
+    from ..core.records import Finding, RuleTexts
     from ..knowledge.rules import Rule
     from ..run.analysis import Analysis
 
@@ -72,12 +72,12 @@ def _rule(rule_id: str, rule: Rule | None) -> dict[str, Any]:
     }
 
 
-def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
+def _result(f: Finding, index: dict[str, int], texts: RuleTexts) -> dict[str, Any]:
     return {
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
         "level": level(f.recoverable),
-        "message": {"text": f"{headline(f)}: {f.remedy}"},
+        "message": {"text": f"{headline(f)}: {texts.remedy(f.rule)}"},
         "locations": [{"physicalLocation": {
             "artifactLocation": {"uri": artifact_uri(f.source)},
             "region": {"startLine": max(1, f.line)}}}],
@@ -124,13 +124,13 @@ def build(analysis: Analysis) -> dict[str, Any]:
     index = {rid: i for i, rid in enumerate(ids)}
     found = groups(analysis)
     total = sum(g.count for g in found)
-    results = [_result(f, index) for f in [f for g in found for f in g.kept][:MAX_RESULTS]]
+    results = [_result(f, index, analysis.rule_texts) for f in [f for g in found for f in g.kept][:MAX_RESULTS]]
     if known is not None and known.baseline is not None:
         for r in results:
             r["baselineState"] = "new"
     for f, s in hidden[:max(0, MAX_RESULTS - len(results))]:
         until = f" (until {s.expires.isoformat()})" if s.expires else ""
-        results.append(_result(f, index) | {"suppressions": [
+        results.append(_result(f, index, analysis.rule_texts) | {"suppressions": [
             {"kind": "external", "status": "accepted", "justification": f"{s.describe()}: {s.reason}{until}"}]})
     related = related_groups(analysis)  # after the findings, each under its family's rule (related-hccl, ...)
     families = sorted({related_rule(r.first) for r in related})

@@ -7,22 +7,17 @@ import os
 import tarfile
 from datetime import UTC, datetime
 
-from analyzer import analyze
 from analyzer.core.headers import parse_header
 from analyzer.core.records import Finding
 from analyzer.core.times import EVERY_TIME, TimeWindow, parse_ts, parse_tz, settle_years
 from analyzer.inputs import YearHint
-from analyzer.run.api import Options
 from analyzer.scan.clock import Rollover, StreamClock, time_before
+
+from reports import scan
 
 LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"
        b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "
        b"ErrorNo: 1343270913(request wait to be processed timeout!) [GE][MODULE]pull blocks timeout\n")
-
-
-def scan(*paths, **options):
-    jobs = options.pop("jobs", 1)
-    return analyze([str(p) for p in paths], options=Options(**options), jobs=jobs)
 
 
 def test_time_window_across_formats(tmp_path):
@@ -112,7 +107,7 @@ def test_name_date_at_the_end_of_a_log_crossing_new_year(tmp_path):
 # -- the policy itself, without files ----------------------------------------------------------
 def _finding(timestamp, node="n1", year_guessed=False, time_hint=None):
     return Finding(source="x.log", line=1, timestamp=timestamp, code="0x5010B001", name=None, api=None,
-                   api_evidence=None, api_line=None, recoverable=None, rule="r", action="retry", remedy="",
+                   api_evidence=None, api_line=None, recoverable=None, rule="r", action="retry",
                    text="", form="hex", node=node, year_guessed=year_guessed, time_hint=time_hint)
 
 

@@ -19,11 +19,8 @@ from pathlib import Path
 
 import pytest
 import zstandard
-from analyzer import analyze
 from analyzer.cli import cli
-from analyzer.core.serial import finding_dict
 from analyzer.inputs import Limits, Selection
-from analyzer.run.api import Options
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,16 +28,12 @@ from hypothesis import strategies as st
 from bundles import collector_bundle, tar_bytes, zip_bytes
 from planted import marks, planted, reasons
 from planted import scan as scan_cli
+from reports import rows, scan
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = (b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [llm_datadist.cc:1]5571 PullKvBlocks: start\n"
        b"[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:8]5571 PullKvBlocks: "
        b"ErrorNo: 1343270913(request wait to be processed timeout!) [GE][MODULE]pull blocks timeout\n")
-
-
-def scan(*paths, **options):
-    jobs = options.pop("jobs", 1)
-    return analyze([str(p) for p in paths], options=Options(**options), jobs=jobs)
 
 
 def where(result):
@@ -268,11 +261,11 @@ def test_stdlib_gzip_and_isal_give_the_same_result(tmp_path, monkeypatch):
 
     path = tmp_path / "rot.log.1.gz"
     path.write_bytes(gzip.compress(LOG * 300, mtime=0))
-    fast = [finding_dict(f) for f in scan(path).findings]
+    fast = rows(scan(path))
     import zlib
 
     monkeypatch.setattr(readers, "_zlib", zlib)
-    assert [finding_dict(f) for f in scan(path).findings] == fast and len(fast) == 300
+    assert rows(scan(path)) == fast and len(fast) == 300
 
 
 @pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zst"])

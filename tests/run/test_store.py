@@ -23,8 +23,11 @@ from analyzer.core.serial import finding_dict
 from analyzer.core.times import parse_ts, year_refs
 from analyzer.diagnose.tally import Tally, summarize
 from analyzer.inputs import iter_sources
+from analyzer.run.finish import with_remedies
 from analyzer.run.store import SPILL_PREFIX, FindingStore, RunWriter, spill_dir, sweep_spills
 from click.testing import CliRunner
+
+from reports import rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +103,8 @@ def test_summary_of_two_partial_tallies_equals_the_whole(in_root):
     for f in findings:
         (first if f.source in half else second).add(f)
     first.merge(second)
-    assert first.summary() == result.summary == summarize(findings)
+    texts = result.rule_texts  # a tally counts; the run fills in its bursts' remedies
+    assert with_remedies(first.summary(), texts) == result.summary == with_remedies(summarize(findings), texts)
 
 
 def test_year_refs_two_pass_median_is_the_exact_median():
@@ -196,11 +200,11 @@ def test_memoised_templates_give_the_findings_of_the_straightforward_path(in_roo
     the answer-key corpora is the same as with each template computed from scratch."""
     import analyzer.detect.fingerprint as fp
 
-    fast = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
+    fast = rows(analyze(ANSWER_KEYS))
     memo = dict(fp._MEMO)
     assert memo, "the memo was used"
     monkeypatch.setattr(fp, "message_template", fp.mask)
-    plain = [finding_dict(f) for f in analyze(ANSWER_KEYS).findings]
+    plain = rows(analyze(ANSWER_KEYS))
     assert fast == plain and len(fast) > 150
 
 
@@ -257,15 +261,17 @@ def test_rules_load_the_same_with_libyaml_and_pure_python(monkeypatch):
 
 def test_fast_json_lines_are_the_bytes_of_json_dumps(in_root):
     from analyzer.core import serial as encode
-    from analyzer.core.records import Finding
+    from analyzer.core.records import Finding, RuleText
 
     assert encode.finding_line is encode._fast  # the fast path is in use: it knows every field
-    findings = list(analyze(ANSWER_KEYS).findings)
+    result = analyze(ANSWER_KEYS)
+    findings, texts = list(result.findings), result.rule_texts.copy()
     odd = findings[0]._replace(text='quote " back\\slash \t\x01 ünï 中文 \u2028 \ud800', pid=None, node="n\"1",
-                               causes=((3, "hccl", "9", "timeout \"x\""),), references=(), api_line=0,
+                               causes=((3, "hccl", "9", "timeout \"x\""),), api_line=0, rule="odd",
                                recoverable=False, known=False, bundle="b!c")
-    for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "m", "t", "hex")]:
-        assert encode.finding_line(f) == json.dumps(finding_dict(f), ensure_ascii=False)
+    texts.learn("odd", RuleText('a "quoted" remedy \u2028', ("ref \\ 1", "中文")))
+    for f in [*findings, odd, Finding("s", 1, None, "c", None, None, None, None, None, "r", "a", "t", "hex")]:
+        assert encode.finding_line(f, texts) == json.dumps(finding_dict(f, texts), ensure_ascii=False)
 
 
 def test_archive_members_out_of_order_come_back_in_report_order(tmp_path, monkeypatch):
@@ -345,7 +351,8 @@ def test_a_name_met_twice_falls_back_to_reading_the_findings_again(tmp_path):
             info.size = len(body)
             tar.addfile(info, io.BytesIO(body))
     result = analyze([str(tmp_path / "dup.tar")])
-    assert result.summary == summarize(list(result.findings)) and result.summary.findings == 23 + 11
+    assert result.summary == with_remedies(summarize(list(result.findings)), result.rule_texts)
+    assert result.summary.findings == 23 + 11
 
 
 def _dead_pid() -> int:

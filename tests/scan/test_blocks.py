@@ -5,12 +5,13 @@ long lines or line endings; both prefilter engines give the same candidates.
 import io
 
 import pytest
-from analyzer.core.serial import finding_dict
 from analyzer.detect.patterns import BASE_LITERALS
 from analyzer.scan import blocks as scanner
 from analyzer.scan.blocks import Prefilter, ScanCounts, scan_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from reports import rows
 
 LITERALS = BASE_LITERALS
 ENGINES = ["find"] + (["hyperscan"] if scanner._hyperscan else [])
@@ -113,4 +114,4 @@ def test_both_prefilter_engines_give_the_same_findings(rules):
     logs = [str(Path(__file__).parents[2] / "sample_logs"), str(Path(__file__).parents[1] / "data" / "unseen")]
     fast = analyze(logs, rules=rules, options=Options(prefilter="hyperscan"))
     pure = analyze(logs, rules=rules, options=Options(prefilter="find"))
-    assert [finding_dict(f) for f in fast.findings] == [finding_dict(f) for f in pure.findings]
+    assert rows(fast) == rows(pure)

@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 from analyzer.cli import cli
-from analyzer.core.serial import finding_dict
 from analyzer.knowledge.rules import RuleSet
 from analyzer.run.rulecheck import check_envelope_examples
 from analyzer.scan.blocks import Prefilter
 from click.testing import CliRunner
+
+from reports import rows
 
 SAMPLES = Path(__file__).parents[2] / "sample_logs"
 INNER_LOGS = [
@@ -493,6 +494,6 @@ def test_the_stdlib_prefilter_finds_the_same_as_hyperscan():
     from analyzer.run.api import Options, analyze
 
     paths = [str(CORPUS / entry["path"]) for entry in KEY["files"]]
-    runs = [[finding_dict(f) for f in analyze(paths, options=Options(prefilter=engine)).findings]
+    runs = [rows(analyze(paths, options=Options(prefilter=engine)))
             for engine in ("find", "auto")]
     assert runs[0] == runs[1] and len(runs[0]) == sum(len(e["findings"]) for e in KEY["files"])
