@@ -132,3 +132,36 @@ def test_a_part_that_repeats_some_merged_logs_is_refused(parts):
     assert err.count("\n") == 1 and err.startswith(f"ddtriage: error: {parts / 'all.json'}: its findings in ")
     assert err.endswith(f"were merged already from {parts / 'd2.json'}: the same log scanned twice; "
                         "merge each log's scan once\n")
+
+
+USER_RULE = """\
+rules:
+  - id: team-wait-timeout
+    description: Our runbook for a wait timeout from a pull.
+    match:
+      codes: [LLM_WAIT_PROC_TIMEOUT]
+      apis: [PullKvBlocks]
+    action: relink
+    remedy: Page the KV team, then relink the pair (runbook KV-7).
+    references: ["runbook KV-7"]
+    examples:
+      match: ["[pull_blocks] failed, error code is LLMStatusCode.LLM_WAIT_PROC_TIMEOUT"]
+      no_match: ["[link_clusters] failed, error code is LLMStatusCode.LLM_WAIT_PROC_TIMEOUT"]
+"""
+
+
+def test_a_merge_keeps_the_remedy_of_a_rule_only_a_part_knew(tmp_path):
+    """Findings hold only their rule's id (issue #16): the remedy of a user rule that the merging
+    process does not load comes from the part itself, in every format."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "team.yaml").write_text(USER_RULE)
+    log = Path(__file__).parents[2] / "sample_logs"
+    for fmt in ("json", "jsonl", "parquet"):
+        part = tmp_path / f"part.{fmt}"
+        assert invoke("scan", str(log), "-q", "--rules", str(rules), "-o", str(part)).exit_code == 0
+        merged = json.loads(invoke("merge", str(part), "--format", "json").stdout)
+        mine = [f for f in merged["findings"] if f["rule"] == "team-wait-timeout"]
+        assert mine, fmt
+        assert {f["remedy"] for f in mine} == {"Page the KV team, then relink the pair (runbook KV-7)."}, fmt
+        assert {tuple(f["references"]) for f in mine} == {("runbook KV-7",)}, fmt
