@@ -61,7 +61,8 @@ from .outputs import Output, resolve_outputs
 @click.option("--year", type=click.IntRange(1970, 2999), default=None,
               help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
-              help="Worker processes (default: the CPU count). The report is the same for any N.")
+              help="Worker processes (default: the CPU count, for inputs of 16 MiB or more). "
+                   "The report is the same for any N.")
 @click.option("--dask", "dask_address", metavar="ADDRESS",
               help="Run on a Dask cluster: tcp://host:port of a scheduler, or local[:N] for N local workers.")
 @click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
@@ -136,7 +137,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
                           follow=follow)
         show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
-        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpus,
+        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))

@@ -30,7 +30,7 @@ from ..inputs import Limits, Selection, iter_sources
 from ..knowledge.rules import RuleSet
 from .analysis import Analysis  # noqa: F401 - part of the facade: analyzer.run.api.Analysis
 from .finish import finish_run
-from .parallel import EngineFactory, merge_results, plan_units, run_units
+from .parallel import EngineFactory, jobs_for, merge_results, plan_units, run_units
 from .store import FindingStore, spill_dir
 
 if TYPE_CHECKING:
@@ -59,11 +59,12 @@ class Options:
 
 
 def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = None,
-            rules_dirs: Iterable[str | Path] = (), options: Options | None = None, jobs: int = 1,
+            rules_dirs: Iterable[str | Path] = (), options: Options | None = None, jobs: int | None = 1,
             progress: Progress | None = None, dask: str | None = None) -> Analysis:
     """Scan `paths` (files, folders, archives, fsspec URLs, `-`) and return findings, input stats
     and summary. `dask` (`tcp://host:port` or `local[:N]`) runs the work units on a Dask cluster
-    instead of `jobs` local processes. The result is the same whatever `jobs` or `dask` is."""
+    instead of `jobs` local processes (None: every CPU when the input is big enough to pay for the
+    workers, else this process). The result is the same whatever `jobs` or `dask` is."""
     if isinstance(paths, (str, Path)):
         paths = [paths]  # one path, not its characters
     names = [str(p) for p in paths]
@@ -83,6 +84,7 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
                 runner = stack.enter_context(DaskRunner(dask))
                 slots, run = runner.slots, runner.run_units
             else:
+                jobs = jobs or jobs_for(sources)
                 slots, run = jobs, partial(run_units, jobs=jobs)
             units = plan_units(sources, slots)
             progress.start(sum(s.size or 0 for s in sources), len(sources))

@@ -37,6 +37,9 @@ from ..scan.blocks import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
 
 SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
+# Below this much input, a scan whose jobs were not asked for runs in this process: starting
+# workers (a fork, an engine each, the results pickled back) costs more than they would save.
+POOL_MIN_BYTES = 16 << 20
 BATCH_BYTES = 8 << 20  # small inputs are batched into units of up to this many bytes ...
 BATCHES_PER_JOB = 8  # ... and smaller when that leaves fewer than this many units per job
 
@@ -324,6 +327,11 @@ def merge_results(units: list[WorkUnit], results: Iterable[UnitResult],
         else:
             tally = None
     return store, stats, (tally if tally is not None and tally.whole else None)
+
+
+def jobs_for(sources: list[Source]) -> int:
+    """The jobs of a scan that did not ask for a number: every CPU once the input pays for them."""
+    return cpu_count() if sum(s.size or 0 for s in sources) >= POOL_MIN_BYTES else 1
 
 
 def cpu_count() -> int:

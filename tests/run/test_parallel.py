@@ -157,3 +157,23 @@ def test_a_cut_keeps_only_keys_below_what_this_process_sent(few_bursts):
     cut.apply(later)  # below the sixth key sent (15): may still be among the first six overall
     assert [k[4] for k, _ in later.bursts] == [3, 9]
     assert [k[4] for k in cut.keys] == [3, 9, 10, 11, 12, 13]
+
+
+def test_jobs_not_asked_for_start_workers_only_for_big_inputs(tmp_path, monkeypatch):
+    """A scan without --jobs uses every CPU for 16 MiB of input or more, and this process below it
+    (workers would cost more than they save); the report is the same either way."""
+    (tmp_path / "a.log").write_bytes(LOG * 50)
+    (tmp_path / "b.log").write_bytes(LOG * 50)
+    sources = list(iter_sources([str(tmp_path)], []))
+    monkeypatch.setattr(parallel, "cpu_count", lambda: 4)
+    assert parallel.jobs_for(sources) == 1
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 2 * len(LOG) * 50)
+    assert parallel.jobs_for(sources) == 4
+    started = []
+    real = parallel.ProcessPoolExecutor
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", lambda **kw: started.append(kw) or real(**kw))
+    big = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--fail-on", "never"])
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 16 << 20)
+    small = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--fail-on", "never"])
+    assert [kw["max_workers"] for kw in started] == [2]  # two units (files): two of the four CPUs, once
+    assert big.stdout == small.stdout and json.loads(small.stdout)["summary"]["findings"] == 100
