@@ -7,6 +7,7 @@ package (`analyzer/data/`, package data), so an installed ddtriage finds it wher
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import stat
@@ -113,6 +114,13 @@ def _check_events(text: str) -> None:
             depth -= 1
 
 
+# The parsed YAML of each distinct file content: a process that loads the rules again (each scan
+# of a test run, a watch, a merge after a scan) parses the same text once. Keyed by the bytes, so a
+# changed file is parsed again; a copy is handed out.
+_PARSED: dict[bytes, object] = {}
+PARSED_FILES = 64
+
+
 def read_yaml(path: Path) -> object:
     """Load a YAML file, turning every failure into a RuleError that names the file. Only a
     regular file of at most MAX_YAML_BYTES is read (a FIFO would block); see `_check_events`."""
@@ -125,9 +133,15 @@ def read_yaml(path: Path) -> object:
             data = raw.read(MAX_YAML_BYTES + 1)
         if len(data) > MAX_YAML_BYTES:
             raise RuleError(f"{path}: larger than {MAX_YAML_BYTES >> 20} MiB; not a rules file")
-        text = data.decode("utf-8")
-        _check_events(text)
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+        parsed = _PARSED.get(data)
+        if parsed is None:
+            text = data.decode("utf-8")
+            _check_events(text)
+            parsed = yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+            if len(_PARSED) >= PARSED_FILES:
+                _PARSED.clear()
+            _PARSED[data] = parsed
+        return copy.deepcopy(parsed)  # the caller's own: loaders may change what they are given
     except OSError as exc:
         raise RuleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -72,3 +72,18 @@ def test_api_spellings_resolve(rules):
     assert apis.resolve_token("link") == "Link"
     assert apis.resolve_token("Connect") == "LinkLlmClusters"
     assert apis.resolve_token("BuildGraph") is None
+
+
+def test_a_rules_file_is_parsed_once_per_content_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch):
+    from analyzer.knowledge import catalog
+
+    parses = []
+    real = catalog.yaml.load
+    monkeypatch.setattr(catalog.yaml, "load", lambda *a, **k: parses.append(1) or real(*a, **k))
+    path = tmp_path / "r.yaml"
+    path.write_text("rules:\n  - id: a-rule\n")
+    first = catalog.read_yaml(path)
+    first["rules"].append("changed by its caller")
+    assert catalog.read_yaml(path) == {"rules": [{"id": "a-rule"}]} and len(parses) == 1
+    path.write_text("rules:\n  - id: b-rule\n")  # a changed file is read again
+    assert catalog.read_yaml(path) == {"rules": [{"id": "b-rule"}]} and len(parses) == 2
