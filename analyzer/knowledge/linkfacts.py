@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,10 +188,7 @@ class _Screen:
                 else:
                     pids.append(None)  # always run in Python
             pattern_ids.append(tuple(pids))
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=expressions, ids=list(range(len(expressions))),
-                   flags=[hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY] * len(expressions))
-        return cls(db, kinds, literal_ids, pattern_ids)
+        return cls(_database(hyperscan, tuple(expressions)), kinds, literal_ids, pattern_ids)
 
     def find(self, line: str, raw: bytes) -> list[Fact]:
         found: set[int] = set()
@@ -207,6 +205,25 @@ class _Screen:
                     out.append((kind.id, kind.values.get(value.lower(), value)))
                     break
         return out
+
+
+# Compiled screens by their expressions, per thread (a hyperscan database scans with its own
+# scratch space, which two threads may not share): the compile costs ~0.13 s of CPU, paid once per
+# process rather than by every scan that meets a fact line (a test run, a watch, a merge).
+_DATABASES: dict[tuple[tuple[bytes, ...], int], Any] = {}
+
+
+def _database(hyperscan: Any, expressions: tuple[bytes, ...]) -> Any:
+    key = (expressions, threading.get_ident())
+    db = _DATABASES.get(key)
+    if db is None:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=list(expressions), ids=list(range(len(expressions))),
+                   flags=[hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY] * len(expressions))
+        if len(_DATABASES) >= 16:
+            _DATABASES.clear()
+        _DATABASES[key] = db
+    return db
 
 
 @functools.lru_cache(maxsize=1024)

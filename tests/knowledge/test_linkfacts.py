@@ -73,3 +73,23 @@ def test_pods_with_the_same_pid_keep_their_own_link_facts(tmp_path, jobs):
     by_pod = {f["pod"]: f["link"] for f in json.loads(out)["findings"]}
     assert by_pod["prefill-0"] == {"local_cluster": "0"}  # not decode-0's cluster 1, peer 0 or req 777
     assert by_pod["decode-0"]["local_cluster"] == "1"
+
+
+def test_the_compiled_screen_is_shared_within_a_thread_never_across_threads():
+    """The hyperscan screen is compiled once per process and thread (its scratch space is not
+    thread-safe), and a matcher of a rules set loaded again finds the same facts."""
+    import threading
+
+    from analyzer.knowledge.linkfacts import _Screen
+    from analyzer.knowledge.rules import RuleSet
+
+    pytest.importorskip("hyperscan")
+    kinds = RuleSet.load().linkfacts.kinds
+    here, again = _Screen.build(kinds), _Screen.build(RuleSet.load().linkfacts.kinds)
+    there = []
+    worker = threading.Thread(target=lambda: there.append(_Screen.build(kinds)))
+    worker.start()
+    worker.join()
+    assert here.db is again.db and there[0].db is not here.db
+    line = "LinkLlmClusters remote ip info = 10.1.0.1:26000, cluster_id = 7"
+    assert here.find(line, line.encode()) == there[0].find(line, line.encode()) == [("remote_addr", "10.1.0.1:26000")]
