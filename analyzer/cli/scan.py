@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 import sys
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
@@ -36,6 +37,51 @@ from .base import (
 from .output import atomic_file, paths_in_error, refusal
 from .outputs import Output, resolve_outputs
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# The options that say what is read and when, shared by the commands that read logs (scan, mine).
+_SELECTION_OPTIONS = [
+    click.option("--include", multiple=True, metavar="GLOB",
+                  help="Only scan logs whose path, archive member or file name matches (repeatable)."),
+    click.option("--exclude", multiple=True, metavar="GLOB",
+                  help="Skip files, folders and archive members that match (repeatable). Globs are gitignore-style: "
+                       "* stays within a name, ** crosses folders, a leading ! negates."),
+    click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly."),
+    click.option("--since", type=When(), help="Only findings at or after this time."),
+    click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision)."),
+    click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
+                  help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
+                       "in UTC. Default: an envelope's zone when it tells one, else as printed."),
+    click.option("--year", type=click.IntRange(1970, 2999), default=None,
+                  help="Year for timestamps that print none (vLLM); default: from the file name or mtime."),
+]
+_READING_OPTIONS = [
+    click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
+                  help="Decompression guard: most bytes one input may expand to."),
+    click.option("--max-ratio", type=Ratio(), default=2000.0, show_default=True,
+                  help="Decompression guard: highest expansion ratio of compressed data, over all layers."),
+    click.option("--follow", is_flag=True,
+                  help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep)."),
+    click.option("--node", metavar="NAME",
+                  help="The node of everything scanned (a scan of ~/ascend/log on the node itself); "
+                       "only a host named by a log envelope beats it."),
+]
+
+
+def selection_options(f: F) -> F:
+    """--include, --exclude, --hidden, --since, --until, --tz, --year (as `scan` reads them)."""
+    for option in reversed(_SELECTION_OPTIONS):
+        f = option(f)
+    return f
+
+
+def reading_options(f: F) -> F:
+    """--max-bytes, --max-ratio, --follow, --node (as `scan` reads them)."""
+    for option in reversed(_READING_OPTIONS):
+        f = option(f)
+    return f
+
 
 @cli.command()
 @click.argument("paths", nargs=-1)
@@ -47,32 +93,12 @@ from .outputs import Output, resolve_outputs
 @click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
               "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")
-@click.option("--include", multiple=True, metavar="GLOB",
-              help="Only scan logs whose path, archive member or file name matches (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files, folders and archive members that match (repeatable). Globs are gitignore-style: "
-                   "* stays within a name, ** crosses folders, a leading ! negates.")
-@click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly.")
-@click.option("--since", type=When(), help="Only findings at or after this time.")
-@click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision).")
-@click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
-              help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
-                   "in UTC. Default: an envelope's zone when it tells one, else as printed.")
-@click.option("--year", type=click.IntRange(1970, 2999), default=None,
-              help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
+@selection_options
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPU count). The report is the same for any N.")
 @click.option("--dask", "dask_address", metavar="ADDRESS",
               help="Run on a Dask cluster: tcp://host:port of a scheduler, or local[:N] for N local workers.")
-@click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
-              help="Decompression guard: most bytes one input may expand to.")
-@click.option("--max-ratio", type=Ratio(), default=2000.0, show_default=True,
-              help="Decompression guard: highest expansion ratio of compressed data, over all layers.")
-@click.option("--follow", is_flag=True,
-              help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep).")
-@click.option("--node", metavar="NAME",
-              help="The node of everything scanned (a scan of ~/ascend/log on the node itself); "
-                   "only a host named by a log envelope beats it.")
+@reading_options
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
