@@ -1,0 +1,62 @@
+"""`ddtriage mine` through the command line: the sample logs and the test corpora give draft
+families that `ddtriage rules check` proves, and bad input gets one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_mine_sample_logs_and_corpora_writes_drafts_rules_check_proves(tmp_path: Path) -> None:
+    drafts = tmp_path / "drafts"
+    code, out, err = run("mine", str(ROOT / "sample_logs"), str(ROOT / "tests" / "data"), "--top", "25",
+                         "--draft-rules", str(drafts), "-q")
+    assert code == 0, err
+    code, listed, _ = run("mine", str(ROOT / "sample_logs"), str(ROOT / "tests" / "data"), "--top", "25",
+                          "--format", "json", "-q")
+    drafted = {t["id"] for t in json.loads(listed)["templates"]}
+    assert len(drafted) == 25
+    assert "unexplained ERROR/WARNING lines in" in out.splitlines()[0]
+    assert f"draft families written to {drafts / 'neighbours.yaml'}" in out
+    code, out, err = run("rules", "check", str(drafts))
+    assert code == 0, err
+    # the drafts are in effect when the folder is given to scan
+    code, out, _ = run("mine", str(ROOT / "sample_logs"), str(ROOT / "tests" / "data"), "--rules", str(drafts),
+                       "--format", "json", "--top", "1000")
+    assert code == 0
+    left = {t["id"] for t in json.loads(out)["templates"]}
+    assert left and not left & drafted  # every line the drafts were mined from is now explained
+
+
+def test_mine_json_and_the_time_options() -> None:
+    code, out, _ = run("mine", str(ROOT / "sample_logs"), "--format", "json", "--top", "3",
+                       "--since", "2025-11-12 03:40:30", "--until", "2025-11-12 03:40:30")
+    assert code == 0
+    report = json.loads(out)
+    assert [t["template"] for t in report["templates"]] == [
+        "Heartbeat lost heartbeat from <IP> for <N> times",
+        "ra_peer_heartbeat_check peer <IP> heartbeat lost <N> times"]
+    assert report["templates"][0]["nodes"] == ["prompt-node-1"]
+    assert report["templates"][0]["seconds_to_incident"] == 0.0
+
+
+def test_mine_bad_input_is_one_line(tmp_path: Path) -> None:
+    code, _, err = run("mine", str(tmp_path / "nope.log"))
+    assert code == 2 and err.count("\n") <= 2 and "nope.log" in err and "Traceback" not in err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run("mine", str(ROOT / "sample_logs"), "--draft-rules", str(blocker / "sub"))
+    assert code == 2 and "Traceback" not in err and str(blocker / "sub") in err
+    code, _, err = run("mine", str(ROOT / "sample_logs"), "--since", "2025-11-13", "--until", "2025-11-12")
+    assert code == 2 and "--since is later than --until" in err
