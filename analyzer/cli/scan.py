@@ -116,6 +116,8 @@ def reading_options(f: F) -> F:
               "(default: the first rows of each, most severe first, about 200 lines in all).")
 @click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
               "terminal through $PAGER, else less -FRX, as git does).")
+@click.option("--unexplained", is_flag=True, help="Also list the top templates of the ERROR/WARNING lines that "
+              "nothing explains, near each incident (text, markdown, json; one more read of the inputs).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -123,7 +125,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, full: bool, no_pager: bool,
+         around: int, color: str, full: bool, no_pager: bool, unexplained: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -185,6 +187,13 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         from ..run.readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
+    if unexplained and analysis.summary.incidents:
+        from ..run.mining import unexplained_near
+
+        try:
+            analysis.unexplained = unexplained_near(targets, analysis.rules, options, analysis.summary.incidents)
+        except DDTriageError as exc:
+            fail(str(exc))
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest

@@ -48,8 +48,27 @@ def level_of(line: str, msg_start: int) -> str | None:
     return None
 
 
+# Every mask decides by character class (a digit, a hex digit, a word character), apart from the
+# literal 0 of `0x`: two messages equal once `0x` is marked and every digit is 1 have one masked text
+# (the same reasoning, and key, as detect.fingerprint's memo). Remembered up to MASK_MEMO_SIZE.
+_ONES = str.maketrans("0123456789", "1111111111")
+_MASK_MEMO: dict[str, str] = {}
+MASK_MEMO_SIZE = 20000
+
+
 def mask_text(text: str) -> str:
     """The line with paths, times, ids, addresses, hex and numbers masked."""
+    key = text.replace("0x", "\x00x").replace("0X", "\x00X").translate(_ONES)
+    found = _MASK_MEMO.get(key)
+    if found is None:
+        if len(_MASK_MEMO) >= MASK_MEMO_SIZE:
+            _MASK_MEMO.clear()
+        found = _MASK_MEMO[key] = masked(text)
+    return found
+
+
+def masked(text: str) -> str:
+    """`mask_text`, computed (what it remembers)."""
     for pattern, replacement in MINING_MASKS:
         text = pattern.sub(replacement, text)
     for pattern, replacement in MASKS:
@@ -81,6 +100,7 @@ class Template:
     examples: list[str] = field(default_factory=list)
     sources: list[tuple[str, int]] = field(default_factory=list)  # (file, line) of the examples
     level: str = "ERROR"
+    per_incident: dict[int, int] = field(default_factory=dict)  # incident id -> lines near it
 
     @property
     def text(self) -> str:
@@ -117,8 +137,9 @@ class Miner:
         self.dropped = 0  # templates evicted by the cap
 
     def add(self, message: str, node: str | None = None, when: float | None = None,
-            example: str | None = None, source: tuple[str, int] | None = None, level: str = "ERROR") -> Template:
-        """Cluster one message; return its template."""
+            example: str | None = None, source: tuple[str, int] | None = None, level: str = "ERROR",
+            incident: int | None = None) -> Template:
+        """Cluster one message (logged near `incident`, if given); return its template."""
         self.lines += 1
         tokens = tokens_of(message)
         if not tokens:
@@ -137,6 +158,8 @@ class Miner:
                 if a != b:
                     found.tokens[i] = WILD
         self._seen(found, node, when, example if example is not None else message, source, level)
+        if incident is not None:
+            found.per_incident[incident] = found.per_incident.get(incident, 0) + 1
         return found
 
     def _leaf(self, tokens: list[str]) -> list[Template]:
@@ -210,6 +233,41 @@ class Miner:
         accuracy: a line belongs to the template it ends up in)."""
         ids = [self.add(m).id for m in messages]
         return ids
+
+
+@dataclass(frozen=True, slots=True)
+class NearIncident:
+    """One unexplained template logged near an incident (what `scan --unexplained` lists)."""
+
+    incident: int
+    template: str
+    count: int  # its lines near this incident
+    nodes: tuple[str, ...]
+    source: str  # where its first example is
+    line: int
+    example: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"incident": self.incident, "template": self.template, "count": self.count,
+                "nodes": list(self.nodes), "source": self.source, "line": self.line, "example": self.example}
+
+
+def near_incidents(miner: Miner, per_incident: int = 3) -> list[NearIncident]:
+    """The top `per_incident` templates of each incident (by its lines near it, then overall
+    rank), incident by incident."""
+    rank = {t.id: i for i, t in enumerate(miner.templates())}
+    by_incident: dict[int, list[Template]] = {}
+    for t in miner.templates():
+        for inc in t.per_incident:
+            by_incident.setdefault(inc, []).append(t)
+    out = []
+    for inc in sorted(by_incident):
+        ranked = sorted(by_incident[inc], key=lambda t: (-t.per_incident[inc], rank[t.id]))
+        for t in ranked[:per_incident]:
+            source, line = t.sources[0] if t.sources else ("", 0)
+            out.append(NearIncident(inc, t.text, t.per_incident[inc], tuple(sorted(t.nodes)), source, line,
+                                    t.examples[0] if t.examples else ""))
+    return out
 
 
 def grouping_accuracy(truth: Sequence[str], predicted: Sequence[object]) -> float:

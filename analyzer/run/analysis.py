@@ -16,6 +16,7 @@ from .store import FindingStore
 
 if TYPE_CHECKING:
     from ..diagnose.known_errors import KnownErrors
+    from ..diagnose.mining import NearIncident
 
 
 @dataclass
@@ -35,6 +36,8 @@ class Analysis:
     context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
     full: bool = False  # the command's --full: text and Markdown list every row, not the first screens' worth
+    # `scan --unexplained`: the top templates of the ERROR/WARNING lines nothing explains, near each incident
+    unexplained: list[NearIncident] = field(default_factory=list)
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""

@@ -11,6 +11,7 @@ by closeness in time. `write_drafts` turns the top templates into draft neighbou
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from ..core.times import TimeWindow, seconds
 from ..detect.engine import reason
 from ..detect.observer import node_of
 from ..detect.patterns import CodeMatcher
-from ..diagnose.mining import WILD, Miner, Template, level_of
+from ..diagnose.mining import WILD, Miner, NearIncident, Template, level_of, near_incidents
 from ..inputs import READ_ERRORS, Unpacker, iter_sources, layout_of, year_hint
 from ..inputs.streams import Reader
 from ..knowledge.envelopes import HEAD_BYTES
@@ -39,9 +40,11 @@ from ..scan.unwrap import detect as detect_envelope
 from .api import Options, analyze
 from .rulecheck import classified_as, neighbours_path
 
-# Bytes that a line of some level we take holds (glog's E/W/F prefix is checked apart).
-_LEVEL_BYTES = (b"ERR", b"WARN", b"FATAL", b"CRITICAL")
-_GLOG_START = re.compile(rb"[ \t]*[EWF]\d{4}")
+# Where a line of a level we take may be: a level word anywhere, or glog's E/W/F prefix at the
+# start of a line. Each is looked for with bytes.find over a whole block (C speed), not per line.
+_LEVEL_LITERALS = (b"ERR", b"WARN", b"FATAL", b"CRITICAL")
+_GLOG_STARTS = (b"\nE", b"\nW", b"\nF")
+_GLOG_LEVEL_AT = re.compile(rb"[EWF]\d{4}")
 # The frames and source lines of a traceback (vLLM re-prefixes each with ERROR): the exception at
 # its end is what says what failed, and a code on it is found there.
 _FRAME = re.compile(r"\s{2,}|\s?(?:Traceback \(most recent call last\)|File \"|[~^]+$)")
@@ -90,11 +93,36 @@ def mine(paths: Iterable[str | Path], rules: RuleSet | None = None, options: Opt
     return result
 
 
+NEAR_SECONDS = 60.0  # how far before or after an incident a line counts as near it
+
+
+def unexplained_near(paths: Iterable[str | Path], rules: RuleSet, options: Options,
+                     incidents: Iterable[Any], per_incident: int = 3,
+                     margin: float = NEAR_SECONDS) -> list[NearIncident]:
+    """The top unexplained templates logged within `margin` seconds of each incident (`scan
+    --unexplained`): one more read of the inputs, of their ERROR/WARNING lines only."""
+    spans: dict[int, tuple[float, float, float]] = {}
+    for inc in incidents:
+        start, end = seconds(inc.start), seconds(inc.end or inc.start)
+        if start is not None:
+            spans[inc.id] = (start - margin, (end if end is not None else start) + margin, margin)
+    result = MineResult(Miner(incidents=[(lo + m, hi - m) for lo, hi, m in spans.values()]), incidents=len(spans))
+    if not spans:
+        return []
+    reader = _LineReader(rules, options, result, spans)
+    for source in iter_sources([str(p) for p in paths], [], options.selection, [], options.not_these,
+                               follow=options.follow):
+        reader.source(source)
+    return near_incidents(result.miner, per_incident)
+
+
 class _LineReader:
     """Reads every leaf of the inputs and feeds the unexplained ERROR/WARNING lines to the miner."""
 
-    def __init__(self, rules: RuleSet, options: Options, result: MineResult) -> None:
+    def __init__(self, rules: RuleSet, options: Options, result: MineResult,
+                 near: dict[int, tuple[float, float, float]] | None = None) -> None:
         self.rules, self.options, self.result = rules, options, result
+        self.near = near  # incident id -> (from, to, margin) seconds: only lines inside one are taken
         self.codes = CodeMatcher(rules.catalog)
         self.neighbours = rules.neighbours
         self.facts = rules.linkfacts
@@ -134,9 +162,7 @@ class _LineReader:
         unwrapper = detect_envelope(self.rules.envelopes, head, hint) if self.rules.envelopes else None
         clock = StreamClock(hint, hint.guessed, self.options.tz)
         layout = layout_of(name)
-        for line_no, raw in _lines(body, self.result.stats):
-            if not any(b in raw for b in _LEVEL_BYTES) and not _GLOG_START.match(raw):
-                continue
+        for line_no, raw in _level_lines(body, self.result.stats):
             text = decode(raw)
             if "\x1b" in text:
                 text = clean(text)
@@ -153,6 +179,12 @@ class _LineReader:
         when = clock.time_of(header, tuple, record)
         if self.window and not self.window.holds(when.timestamp):
             return
+        at = seconds(when.timestamp)
+        incident = None
+        if self.near is not None:
+            incident = self.nearest(at)
+            if incident is None:
+                return
         if self.explained(text):
             self.result.explained += 1
             return
@@ -161,8 +193,19 @@ class _LineReader:
         self.result.taken += 1
         message = ((header.func + " ") if header.func else "") + text[header.msg_start:]
         node = node_of(layout, record, record.pod if record is not None else layout.pod, self.options.node)
-        self.result.miner.add(message, node=node, when=seconds(when.timestamp), example=text,
-                              source=(name, line_no), level=level)
+        self.result.miner.add(message, node=node, when=at, example=text, source=(name, line_no), level=level,
+                              incident=incident)
+
+    def nearest(self, at: float | None) -> int | None:
+        """The incident whose window (its span and the margin either side) holds `at`, the one
+        whose span is closest when several do."""
+        best, gap = None, math.inf
+        for inc, (lo, hi, margin) in (self.near or {}).items():
+            if at is not None and lo <= at <= hi:
+                d = max(lo + margin - at, at - (hi - margin), 0.0)
+                if d < gap:
+                    best, gap = inc, d
+        return best
 
     def explained(self, text: str) -> bool:
         """A code (so a rule), a neighbour family or a link fact explains the line."""
@@ -173,27 +216,55 @@ class _LineReader:
         return bool(self.facts.find(text))
 
 
-def _lines(stream: Reader, stats: InputStats) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) of every line; a line longer than MINE_MAX_LINE is cut there."""
+def _level_lines(stream: Reader, stats: InputStats) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of the lines that hold a level word (or a glog level prefix); a line
+    longer than MINE_MAX_LINE is cut there. Every line is counted."""
     rest = b""
-    line_no = 0
+    line_no = 0  # lines before `buf`
     reader = cast(BinaryIO, stream)
     while True:
         chunk = reader.read(MINE_CHUNK)
+        stats.bytes += len(chunk)
+        buf = rest + chunk if chunk else rest + b"\n" if rest else b""
+        if not buf:
+            break
+        end = buf.rfind(b"\n") + 1  # whole lines only; the rest waits for the next block
+        if end == 0 and len(buf) > MINE_MAX_LINE:  # a very long line: cut, not held
+            buf, end = buf[:MINE_MAX_LINE] + b"\n", MINE_MAX_LINE + 1
+        counted = 0
+        for start in _level_starts(buf, end):
+            stop = buf.find(b"\n", start, end)
+            line_no += buf.count(b"\n", counted, start)
+            counted = start
+            yield line_no + 1, buf[start:min(stop, start + MINE_MAX_LINE)].rstrip(b"\r")
+        line_no += buf.count(b"\n", counted, end)
+        rest = buf[end:]
         if not chunk:
             break
-        stats.bytes += len(chunk)
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        if len(rest) > MINE_MAX_LINE:
-            rest = rest[:MINE_MAX_LINE]
-        for part in parts:
-            line_no += 1
-            yield line_no, part[:MINE_MAX_LINE].rstrip(b"\r")
-    if rest:
-        line_no += 1
-        yield line_no, rest.rstrip(b"\r")
     stats.lines += line_no
+
+
+def _level_starts(buf: bytes, end: int) -> list[int]:
+    """Sorted starts of the lines of buf[:end] that hold a level literal or begin as glog does."""
+    starts: set[int] = set()
+    for literal in _LEVEL_LITERALS:
+        at = buf.find(literal, 0, end)
+        while at >= 0:
+            starts.add(buf.rfind(b"\n", 0, at) + 1)
+            at = buf.find(b"\n", at, end)  # on to the next line: one hit per line is enough
+            if at < 0:
+                break
+            at = buf.find(literal, at, end)
+    for prefix in _GLOG_STARTS:
+        at = -1 if not _GLOG_LEVEL_AT.match(buf, 0) else 0
+        if at == 0:
+            starts.add(0)
+        at = buf.find(prefix, 0, end)
+        while at >= 0:
+            if _GLOG_LEVEL_AT.match(buf, at + 1):
+                starts.add(at + 1)
+            at = buf.find(prefix, at + 1, end)
+    return sorted(starts)
 
 
 # -- draft rules -----------------------------------------------------------------------------
