@@ -41,7 +41,8 @@ def mine(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     from ..core.times import window_bound
     from ..inputs import Limits, default_paths
     from ..run.api import Options
-    from ..run.mining import draft_id, mine as mine_logs, write_drafts
+    from ..run.mining import draft_id, write_drafts
+    from ..run.mining import mine as mine_logs
 
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:

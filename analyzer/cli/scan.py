@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 import sys
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -16,8 +16,9 @@ from ..writers import WRITERS, is_binary, write_report
 from ..writers.common import plural
 
 if TYPE_CHECKING:
+    from ..diagnose.mining import NearIncident
     from ..inputs import Selection
-    from ..run.api import Analysis
+    from ..run.api import Analysis, Options
 from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -49,7 +50,8 @@ _SELECTION_OPTIONS = [
                        "* stays within a name, ** crosses folders, a leading ! negates."),
     click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly."),
     click.option("--since", type=When(), help="Only findings at or after this time."),
-    click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision)."),
+    click.option("--until", type=When(end=True),
+                 help="Only findings at or before this time (inclusive to its precision)."),
     click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
                   help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
                        "in UTC. Default: an envelope's zone when it tells one, else as printed."),
@@ -187,13 +189,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         from ..run.readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
-    if unexplained and analysis.summary.incidents:
-        from ..run.mining import unexplained_near
-
-        try:
-            analysis.unexplained = unexplained_near(targets, analysis.rules, options, analysis.summary.incidents)
-        except DDTriageError as exc:
-            fail(str(exc))
+    analysis.unexplained = _unexplained(unexplained, analysis, targets, options)
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
@@ -202,6 +198,18 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _unexplained(wanted: bool, analysis: Analysis, targets: list[str], options: Options) -> list[NearIncident]:
+    """--unexplained: the top unexplained templates near each incident (one more read of the inputs)."""
+    from ..run.mining import unexplained_near
+
+    if not wanted or not analysis.summary.incidents:
+        return []
+    try:
+        return unexplained_near(targets, analysis.rules, options, analysis.summary.incidents)
+    except DDTriageError as exc:
+        fail(str(exc))
 
 
 def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool) -> Selection:

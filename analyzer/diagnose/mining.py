@@ -109,10 +109,8 @@ class Template:
     def score(self) -> float:
         """count x spread x closeness: a template on many nodes, near an incident, ranks first."""
         spread = 1 + math.log2(max(1, len(self.nodes)))
-        if self.nearest is None:
-            near = 1.0
-        else:
-            near = 1 + 2 / (1 + self.nearest / 60)  # 3x at the incident, 2x a minute away
+        # 3x at the incident, 2x a minute away, ~1x far from any (or no time known)
+        near = 1.0 if self.nearest is None else 1 + 2 / (1 + self.nearest / 60)
         return math.log2(1 + self.count) * spread * near
 
 

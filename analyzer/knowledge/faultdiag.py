@@ -121,7 +121,7 @@ def _code_keywords(code: Code) -> list[list[str]]:
 def _api_spellings(rules: RuleSet) -> dict[str, list[str]]:
     """Canonical API -> its spellings as written in apis.yaml (letter case kept)."""
     paths = [p for p in rules.sources if p.name == "apis.yaml"]
-    data = read_yaml(paths[-1]) if paths else {}
+    data: Any = read_yaml(paths[-1]) if paths else {}
     out: dict[str, list[str]] = {}
     for name, entry in ((data or {}).get("apis") or {}).items():
         spellings = [name] + [str(s) for s in (entry or {}).get("spellings") or []]
@@ -131,7 +131,7 @@ def _api_spellings(rules: RuleSet) -> dict[str, list[str]]:
 
 def _family_examples(rules: RuleSet) -> dict[str, list[str]]:
     paths = [p for p in rules.sources if p.name == "neighbours.yaml"]
-    data = read_yaml(paths[-1]) if paths else {}
+    data: Any = read_yaml(paths[-1]) if paths else {}
     raw = data.get("examples") if isinstance(data, dict) else None
     return {str(k): list((v or {}).get("match") or []) for k, v in (raw or {}).items() if isinstance(v, dict)}
 
@@ -153,9 +153,9 @@ def export_faultdiag(rules: RuleSet) -> dict[str, dict[str, Any]]:
     examples = _family_examples(rules)
     names = {n: c for c in codes for n in c.all_names}
     for family in rules.neighbours.families:
-        for code in sorted(set(family.codes) | set(family.remedies)):
-            out[family_entry_id(family, code)] = _family_entity(family, code, examples.get(family.id, []),
-                                                                rules, context, names)
+        for printed in sorted(set(family.codes) | set(family.remedies)):
+            out[family_entry_id(family, printed)] = _family_entity(family, printed, examples.get(family.id, []),
+                                                                   rules, context, names)
     if len(out) > MAX_ENTRIES:
         raise ValueError(f"{len(out)} FaultDiag entries: more than the {MAX_ENTRIES} one file may hold")
     return out

@@ -47,7 +47,7 @@ _GLOG_STARTS = (b"\nE", b"\nW", b"\nF")
 _GLOG_LEVEL_AT = re.compile(rb"[EWF]\d{4}")
 # The frames and source lines of a traceback (vLLM re-prefixes each with ERROR): the exception at
 # its end is what says what failed, and a code on it is found there.
-_FRAME = re.compile(r"\s{2,}|\s?(?:Traceback \(most recent call last\)|File \"|[~^]+$)")
+_TRACEBACK_PART = re.compile(r"\s{2,}|\s?(?:Traceback \(most recent call last\)|File \"|[~^]+$)")
 MINE_MAX_LINE = 64 * 1024
 MINE_CHUNK = 1 << 20
 
@@ -188,7 +188,7 @@ class _LineReader:
         if self.explained(text):
             self.result.explained += 1
             return
-        if _FRAME.match(text, header.msg_start):
+        if _TRACEBACK_PART.match(text, header.msg_start):
             return
         self.result.taken += 1
         message = ((header.func + " ") if header.func else "") + text[header.msg_start:]

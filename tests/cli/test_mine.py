@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
 from analyzer.cli import cli
+from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from drain3 import TemplateMiner
-from drain3.template_miner_config import TemplateMinerConfig
-
 from analyzer.core.headers import parse_header
 from analyzer.diagnose.mining import Miner, grouping_accuracy, level_of, mask_text, masked, tokens_of
+from drain3 import TemplateMiner
+from drain3.template_miner_config import TemplateMinerConfig
 
 LABELLED = Path(__file__).parent.parent / "data" / "mining" / "ascend_lines.tsv"
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from click.testing import CliRunner
-
 from analyzer.cli import cli
 from analyzer.knowledge.faultdiag import clean, export_faultdiag, localized
 from analyzer.knowledge.rules import RuleSet
+from click.testing import CliRunner
 
 TESTS = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((TESTS / "schemas" / "ascend-fd-custom-entity.schema.json").read_text(encoding="utf-8"))

@@ -10,7 +10,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from analyzer.detect.patterns import CodeMatcher
 from analyzer.knowledge.rules import RuleSet
 from analyzer.run.api import Options
