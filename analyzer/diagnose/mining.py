@@ -101,6 +101,8 @@ class Template:
     sources: list[tuple[str, int]] = field(default_factory=list)  # (file, line) of the examples
     level: str = "ERROR"
     per_incident: dict[int, int] = field(default_factory=dict)  # incident id -> lines near it
+    route: tuple[object, ...] = ()  # its place in the prefix tree (length, then the routing tokens)
+    seen: int = 0  # the number of the last line it took
 
     @property
     def text(self) -> str:
@@ -128,7 +130,7 @@ class Miner:
         self.max_children = max_children
         self.max_templates = max_templates
         self.incidents = sorted(incidents)  # (start, end) seconds of each incident
-        self._tree: dict[int, dict] = {}  # length -> nested prefix dicts -> list of templates
+        self._tree: dict = {}  # length -> routing token -> ... -> None -> list of templates
         self._by_id: dict[int, Template] = {}
         self._next = 1
         self.lines = 0
@@ -142,10 +144,10 @@ class Miner:
         tokens = tokens_of(message)
         if not tokens:
             tokens = [WILD]
-        leaf = self._leaf(tokens)
+        leaf, route = self._leaf(tokens)
         found = self._best(leaf, tokens)
         if found is None:
-            found = Template(self._next, list(tokens), level=level)
+            found = Template(self._next, list(tokens), level=level, route=route)
             self._next += 1
             leaf.append(found)
             self._by_id[found.id] = found
@@ -160,15 +162,18 @@ class Miner:
             found.per_incident[incident] = found.per_incident.get(incident, 0) + 1
         return found
 
-    def _leaf(self, tokens: list[str]) -> list[Template]:
+    def _leaf(self, tokens: list[str]) -> tuple[list[Template], tuple[object, ...]]:
+        """The leaf of the tree a line goes to, and its route from the root."""
+        route: list[object] = [len(tokens)]
         node: dict = self._tree.setdefault(len(tokens), {})
         for token in tokens[:self.depth - 2]:
             key = _route(token)
             if key not in node:
                 key = key if len(node) < self.max_children else WILD  # a full node sends the rest to <*>
+            route.append(key)
             node = node.setdefault(key, {})
         leaf: list[Template] = node.setdefault(None, [])
-        return leaf
+        return leaf, tuple(route)
 
     def _best(self, leaf: list[Template], tokens: list[str]) -> Template | None:
         best, best_key = None, (-1.0, -1)
@@ -187,6 +192,7 @@ class Miner:
     def _seen(self, t: Template, node: str | None, when: float | None, example: str,
               source: tuple[str, int] | None, level: str) -> None:
         t.count += 1
+        t.seen = self.lines
         if level == "ERROR":
             t.level = "ERROR"
         if node and len(t.nodes) < NODES_KEPT:
@@ -208,19 +214,22 @@ class Miner:
         return min(0.0 if s <= when <= e else min(abs(when - s), abs(when - e)) for s, e in self.incidents)
 
     def _evict(self, keep: Template) -> None:
-        victim = min((t for t in self._by_id.values() if t is not keep), key=lambda t: (t.count, -t.id))
+        """Drop the least seen template (of those, the one seen longest ago: a new template gets as
+        many new lines' time to repeat as the cap holds), and the tree branch only it used."""
+        victim = min((t for t in self._by_id.values() if t is not keep), key=lambda t: (t.count, t.seen))
         del self._by_id[victim.id]
         self.dropped += 1
-        stack: list[dict] = [self._tree.get(len(victim.tokens), {})]
-        while stack:  # remove it from its leaf
-            node = stack.pop()
-            for key, child in node.items():
-                if key is None:
-                    if victim in child:
-                        child.remove(victim)
-                        return
-                else:
-                    stack.append(child)
+        nodes: list[dict] = [self._tree]
+        for key in victim.route:
+            nodes.append(nodes[-1][key])
+        leaf: list[Template] = nodes[-1][None]
+        leaf.remove(victim)
+        if not leaf:
+            del nodes[-1][None]
+        for parent, key, child in zip(reversed(nodes[:-1]), reversed(victim.route), reversed(nodes[1:]), strict=True):
+            if child:
+                break
+            del parent[key]
 
     def templates(self) -> list[Template]:
         """Every template held, best first (score, then count, then text: deterministic)."""

@@ -68,10 +68,15 @@ def test_other_lengths_and_other_first_words_stay_apart() -> None:
 
 def test_memory_is_bounded_by_the_template_cap() -> None:
     m = Miner(max_templates=10)
+    m.add("often seen thing")
+    m.add("often seen thing")
     for i in range(50):
         m.add(f"word{chr(97 + i % 26)}{chr(97 + i // 26)} happened")  # 50 distinct first tokens
-    m.add("wordaa happened")  # the most recent template is never the one dropped
-    assert len(m.templates()) == 10 and m.dropped == 40 and m.lines == 51
+    assert len(m.templates()) == 10 and m.dropped == 41 and m.lines == 52
+    kept = {t.text for t in m.templates()}
+    # the least seen go first, of those the one seen longest ago; a twice-seen template stays
+    assert "often seen thing" in kept and "wordxb happened" in kept and "wordpb happened" in kept and "wordob happened" not in kept
+    assert len(m._tree[2]) == 9  # the branches of dropped templates went with them
 
 
 def test_ranking_prefers_near_an_incident_and_many_nodes() -> None:
