@@ -89,7 +89,7 @@ def mine(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
 
 def _ago(gap: float) -> str:
     if gap < 1:
-        return "at"
+        return "0s"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if gap >= size:
             return f"{gap / size:.0f}{unit}"
