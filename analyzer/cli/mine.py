@@ -47,6 +47,8 @@ def mine(paths: tuple[str, ...], include: tuple[str, ...], exclude: tuple[str, .
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:
         fail("--since is later than --until")
+    if "-" in paths:  # read twice (the incidents, then the lines): a pipe can be read once
+        fail("mine cannot read standard input (-): it reads its inputs twice; save them to a file first")
     selection = _selection(include, exclude, hidden)
     try:
         rules = load_rules(rules_dirs)

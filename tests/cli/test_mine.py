@@ -55,6 +55,8 @@ def test_mine_bad_input_is_one_line(tmp_path: Path) -> None:
     assert code == 2 and "Traceback" not in err and str(blocker / "sub") in err
     code, _, err = run("mine", str(ROOT / "sample_logs"), "--since", "2025-11-13", "--until", "2025-11-12")
     assert code == 2 and "--since is later than --until" in err
+    code, _, err = run("mine", "-")
+    assert code == 2 and "standard input" in err and err.count("\n") == 1
 
 
 def test_scan_unexplained_lists_templates_near_each_incident(tmp_path: Path) -> None:
