@@ -1,4 +1,5 @@
-"""`ddtriage rules list|check`: the remedy rules in effect, and proof of their examples."""
+"""`ddtriage rules list|check|export`: the remedy rules in effect, proof of their examples, and the
+knowledge exported for MindCluster FaultDiag."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .base import EXIT_ERROR, cli, fail, load_rules, rules_option
 
 @cli.group()
 def rules() -> None:
-    """List or check remedy rules."""
+    """List, check or export remedy rules."""
 
 
 @rules.command("list")
@@ -59,3 +60,24 @@ def rules_check(directory: Path | None) -> None:
 
 def _code_name(code: Code | None, value: int) -> str:
     return code.name if code is not None else hex(value)
+
+
+@rules.command("export")
+@click.option("--format", "fmt", type=click.Choice(["ascend-fd"]), default="ascend-fd", show_default=True,
+              help="ascend-fd: a MindCluster FaultDiag custom fault-entity file (`ascend-fd entity --update FILE`).")
+@click.option("--output", "-o", "output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="Where to write it.")
+@rules_option
+def rules_export(fmt: str, output: Path, rules_dirs: tuple[Path, ...]) -> None:
+    """Export the catalog, context rules and neighbour families for another tool."""
+    from ..knowledge.faultdiag import write_faultdiag
+
+    try:
+        count = write_faultdiag(load_rules(rules_dirs), output)
+    except DDTriageError as exc:
+        fail(str(exc))
+    except ValueError as exc:
+        fail(f"{output}: {exc}")
+    except OSError as exc:
+        fail(f"{output}: cannot write: {exc.strerror or exc}")
+    click.echo(f"{count} FaultDiag entries written to {output}; load them with: ascend-fd entity --update {output}")

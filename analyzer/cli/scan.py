@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
@@ -15,8 +16,9 @@ from ..writers import WRITERS, is_binary, write_report
 from ..writers.common import plural
 
 if TYPE_CHECKING:
+    from ..diagnose.mining import NearIncident
     from ..inputs import Selection
-    from ..run.api import Analysis
+    from ..run.api import Analysis, Options
 from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
@@ -36,6 +38,52 @@ from .base import (
 from .output import atomic_file, paths_in_error, refusal
 from .outputs import Output, resolve_outputs
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# The options that say what is read and when, shared by the commands that read logs (scan, mine).
+_SELECTION_OPTIONS = [
+    click.option("--include", multiple=True, metavar="GLOB",
+                  help="Only scan logs whose path, archive member or file name matches (repeatable)."),
+    click.option("--exclude", multiple=True, metavar="GLOB",
+                  help="Skip files, folders and archive members that match (repeatable). Globs are gitignore-style: "
+                       "* stays within a name, ** crosses folders, a leading ! negates."),
+    click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly."),
+    click.option("--since", type=When(), help="Only findings at or after this time."),
+    click.option("--until", type=When(end=True),
+                 help="Only findings at or before this time (inclusive to its precision)."),
+    click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
+                  help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
+                       "in UTC. Default: an envelope's zone when it tells one, else as printed."),
+    click.option("--year", type=click.IntRange(1970, 2999), default=None,
+                  help="Year for timestamps that print none (vLLM); default: from the file name or mtime."),
+]
+_READING_OPTIONS = [
+    click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
+                  help="Decompression guard: most bytes one input may expand to."),
+    click.option("--max-ratio", type=Ratio(), default=2000.0, show_default=True,
+                  help="Decompression guard: highest expansion ratio of compressed data, over all layers."),
+    click.option("--follow", is_flag=True,
+                  help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep)."),
+    click.option("--node", metavar="NAME",
+                  help="The node of everything scanned (a scan of ~/ascend/log on the node itself); "
+                       "only a host named by a log envelope beats it."),
+]
+
+
+def selection_options(f: F) -> F:
+    """--include, --exclude, --hidden, --since, --until, --tz, --year (as `scan` reads them)."""
+    for option in reversed(_SELECTION_OPTIONS):
+        f = option(f)
+    return f
+
+
+def reading_options(f: F) -> F:
+    """--max-bytes, --max-ratio, --follow, --node (as `scan` reads them)."""
+    for option in reversed(_READING_OPTIONS):
+        f = option(f)
+    return f
+
 
 @cli.command()
 @click.argument("paths", nargs=-1)
@@ -47,33 +95,13 @@ from .outputs import Output, resolve_outputs
 @click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
               "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")
-@click.option("--include", multiple=True, metavar="GLOB",
-              help="Only scan logs whose path, archive member or file name matches (repeatable).")
-@click.option("--exclude", multiple=True, metavar="GLOB",
-              help="Skip files, folders and archive members that match (repeatable). Globs are gitignore-style: "
-                   "* stays within a name, ** crosses folders, a leading ! negates.")
-@click.option("--hidden", is_flag=True, help="Also read hidden files and folders (.name), as if named explicitly.")
-@click.option("--since", type=When(), help="Only findings at or after this time.")
-@click.option("--until", type=When(end=True), help="Only findings at or before this time (inclusive to its precision).")
-@click.option("--tz", "tz", type=Zone(), default=None, metavar="ZONE",
-              help="Zone of timestamps printed without one (+08:00, Asia/Shanghai); they are then reported "
-                   "in UTC. Default: an envelope's zone when it tells one, else as printed.")
-@click.option("--year", type=click.IntRange(1970, 2999), default=None,
-              help="Year for timestamps that print none (vLLM); default: from the file name or mtime.")
+@selection_options
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPU count, for inputs of 16 MiB or more). "
                    "The report is the same for any N.")
 @click.option("--dask", "dask_address", metavar="ADDRESS",
               help="Run on a Dask cluster: tcp://host:port of a scheduler, or local[:N] for N local workers.")
-@click.option("--max-bytes", type=Size(), default="50G", show_default=True, metavar="SIZE",
-              help="Decompression guard: most bytes one input may expand to.")
-@click.option("--max-ratio", type=Ratio(), default=2000.0, show_default=True,
-              help="Decompression guard: highest expansion ratio of compressed data, over all layers.")
-@click.option("--follow", is_flag=True,
-              help="Follow symlinks that lead out of the folders given (default: skip them, like ripgrep).")
-@click.option("--node", metavar="NAME",
-              help="The node of everything scanned (a scan of ~/ascend/log on the node itself); "
-                   "only a host named by a log envelope beats it.")
+@reading_options
 @click.option("--strict", is_flag=True, help="Exit 2 when any input (or part of one) was skipped.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no warnings on stderr.")
 @click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
@@ -91,6 +119,8 @@ from .outputs import Output, resolve_outputs
               "(default: the first rows of each, most severe first, about 200 lines in all).")
 @click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
               "terminal through $PAGER, else less -FRX, as git does).")
+@click.option("--unexplained", is_flag=True, help="Also list the top templates of the ERROR/WARNING lines that "
+              "nothing explains, near each incident (text, markdown, json; one more read of the inputs).")
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -98,7 +128,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, full: bool, no_pager: bool,
+         around: int, color: str, full: bool, no_pager: bool, unexplained: bool,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -160,6 +190,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         from ..run.readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
+    analysis.unexplained = _unexplained(unexplained, analysis, targets, options)
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
@@ -168,6 +199,18 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     if usage_error or (strict and analysis.inputs.skipped):
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if _gate(analysis, fail_on) else EXIT_CLEAN)
+
+
+def _unexplained(wanted: bool, analysis: Analysis, targets: list[str], options: Options) -> list[NearIncident]:
+    """--unexplained: the top unexplained templates near each incident (one more read of the inputs)."""
+    from ..run.mining import unexplained_near
+
+    if not wanted or not analysis.summary.incidents:
+        return []
+    try:
+        return unexplained_near(targets, analysis.rules, options, analysis.summary.incidents)
+    except DDTriageError as exc:
+        fail(str(exc))
 
 
 def _selection(include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool) -> Selection:

@@ -104,8 +104,13 @@ class NeighbourMatcher:
         data = read_yaml(path)
         if not isinstance(data, dict) or not isinstance(data.get("families"), list):
             raise RuleError(f"{path}: expected a mapping with a `families` list")
+        return cls.load_families(data["families"], path)
+
+    @classmethod
+    def load_families(cls, entries: list[Any], path: Path | str = "<families>") -> NeighbourMatcher:
+        """A matcher of family entries as a neighbours file lists them (validated, errors located)."""
         families = []
-        for i, raw in enumerate(data["families"]):
+        for i, raw in enumerate(entries):
             where = f"{path}: family {raw.get('id', '#' + str(i + 1)) if isinstance(raw, dict) else '#' + str(i + 1)}"
             if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
                 raise RuleError(f"{where}: must be a mapping with an `id`")

@@ -16,6 +16,7 @@ from .store import FindingStore
 
 if TYPE_CHECKING:
     from ..diagnose.known_errors import KnownErrors
+    from ..diagnose.mining import NearIncident
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Analysis:
     fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)
     full: bool = False  # the command's --full: text and Markdown list every row, not the first screens' worth
     texts: RuleTexts | None = None  # each rule's remedy and references (default: those of `rules`)
+    # `scan --unexplained`: the top templates of the ERROR/WARNING lines nothing explains, near each incident
+    unexplained: list[NearIncident] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.texts is None:

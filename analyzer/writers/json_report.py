@@ -43,6 +43,8 @@ def write(analysis: Analysis, out: TextIO) -> None:
     known = analysis.known_errors
     if known is not None:  # what --baseline / --suppressions hid, and why
         head.update(known.to_dict(analysis.rule_texts))
+    if analysis.unexplained:  # scan --unexplained
+        head["unexplained"] = [u.to_dict() for u in analysis.unexplained]
     # Escapes what a terminal could act on and names that are not UTF-8: still valid JSON.
     text = json_text(json.dumps(head, indent=2, ensure_ascii=False))
     out.write(text[:-2] + ',\n  "findings": [')

@@ -39,7 +39,7 @@ suffix = ".md"
 
 # Every section is bounded: its first rows (most severe or most frequent first), then one line
 # `… N more (see --format json, or --full)`; `--full` (`Analysis.full`) lists every row.
-LIMITS = {"incidents": 5, "related": 20, "recurring": 15, "diagnosis": 10, "nodes": 20, "codes": 30,
+LIMITS = {"incidents": 5, "unexplained": 15, "related": 20, "recurring": 15, "diagnosis": 10, "nodes": 20, "codes": 30,
           "findings": 50, "inputs": 20}
 
 
@@ -89,6 +89,23 @@ def incidents_md(analysis: Analysis) -> list[str]:
     return out
 
 
+def unexplained_md(analysis: Analysis) -> list[str]:
+    """`scan --unexplained`: the unexplained templates near each incident, folded."""
+    rows = analysis.unexplained
+    if not rows:
+        return []
+    out = ["## Unexplained errors near the incidents", "", "<details><summary>"
+           f"{len(rows)} templates of ERROR/WARNING lines no code, family or rule explains "
+           "(<code>ddtriage mine --draft-rules DIR</code> drafts rules of them)</summary>", "",
+           "| incident | lines | nodes | template | first seen |", "|---|---|---|---|---|"]
+    limit = _limit(analysis, "unexplained")
+    for row in rows[:limit]:
+        out.append(f"| {row.incident} | {row.count} | {_cell(', '.join(row.nodes))} | `{_code(row.template)}` | "
+                   f"`{_code(row.source)}:{row.line}` |")
+    out += _more(len(rows) - len(rows[:limit]), "more templates")
+    return out + ["", "</details>", ""]
+
+
 def related_md(analysis: Analysis) -> list[str]:
     """Neighbour-family errors on their own, whether or not an LLM-DataDist code is present."""
     if not analysis.related:
@@ -129,6 +146,7 @@ def render(analysis: Analysis) -> str:
     out += incidents_md(analysis)
     if not s.findings:
         out += ["No LLM-DataDist status codes found.", ""]
+    out += unexplained_md(analysis)
     out += related_md(analysis)
     if not s.findings:
         return "\n".join(out).rstrip("\n") + "\n"

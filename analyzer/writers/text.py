@@ -75,7 +75,7 @@ WIDTH = 80  # a pipe or a file; a terminal gets its own width
 # about 200 lines; `--full` (`Analysis.full`) prints every row.
 TOTAL = 196  # what the short sections leave of it goes to the two tables at the end ...
 MAX_TABLE = 60  # ... up to this many lines each
-BUDGET = {"incidents": 48, "recurring": 12, "related": 10, "diagnosis": 34, "inputs": 8, "nodes": 8,
+BUDGET = {"incidents": 48, "unexplained": 12, "recurring": 12, "related": 10, "diagnosis": 34, "inputs": 8, "nodes": 8,
           "bundles": 8, "codes": 16, "findings": 18}
 GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
 MAX_NODES = 3  # nodes named in an incident's heading
@@ -117,6 +117,7 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
         out += _diagnosis(s, storm, width, full)
     if not s.findings:
         out += ["", st.bold("No LLM-DataDist status codes found.")]
+    out += unexplained_section(analysis, width, st, full)
     out += _recurring(analysis, width, full)  # across bundles
     out += related_section(analysis, width, st, full)
     out += _inputs(analysis, width, full)
@@ -414,6 +415,22 @@ def around(text: str, code: str, width: int) -> str:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(0, width - 1)] + "…"
+
+
+def unexplained_section(analysis: Analysis, width: int, st: Style, full: bool = False) -> list[str]:
+    """`scan --unexplained`: per incident, the templates of the ERROR/WARNING lines near it that
+    no code, family or rule explains, folded to one line each (where one was seen first below it)."""
+    rows = analysis.unexplained
+    if not rows:
+        return []
+    out = ["", st.bold(f"Unexplained errors near the incidents: {len(rows)} templates "
+                       "(ddtriage mine --draft-rules DIR makes rules of them)")]
+    blocks = []
+    for row in rows:
+        nodes = f" on {len(row.nodes)} nodes" if len(row.nodes) > 1 else (f" on {row.nodes[0]}" if row.nodes else "")
+        blocks.append(_wrap(f"#{row.incident}  {row.count:,}x{nodes}  {row.template}", "  ", width, rest="      ")[:2]
+                      + [_clip(f"      {short_source(row.source, max(30, width - 16), None)}:{row.line}", width)])
+    return out + bounded(blocks, _budget("unexplained", full), total=len(rows), what="more", indent="  ")
 
 
 def related_section(analysis: Analysis, width: int, st: Style, full: bool = False) -> list[str]:
