@@ -59,6 +59,7 @@ from .store import FindingStore, RunWriter
 
 SIGNATURE_BYTES = 4096  # the first bytes that tell a file from another one (and a copy of it)
 STATE_VERSION = 1
+FORMER_KEPT = 1000  # signatures of content truncated or deleted that are remembered (oldest go first)
 RESYNC_MS = 5000  # with notifications, the tree is also walked this often (a missed event costs no line)
 DEBOUNCE_MS = 200  # notifications are grouped at most this long: the latency a busy log adds
 STDIN_WAIT = 0.25  # seconds between looks at the stop flag while standard input is silent
@@ -115,6 +116,8 @@ class Follower:
         self.order: list[Key] = []  # the tails in the order a scan reads them
         self.saved: dict[Key, dict[str, Any]] = {}  # marks from the state file, until their file is met
         self.incidents: dict[str, list[Any]] = {}  # stable id -> [signature, state] last reported
+        # signature -> line mark of the content of files truncated or deleted (their copies may come)
+        self.former: dict[str, int] = {}
         self.skipped: list[Skipped] = []
         self.excluded = 0
         self.stdin = self.paths == ["-"]
@@ -122,7 +125,8 @@ class Follower:
         if self.stdin:
             key = (-1, -1)
             self.tails[key], self.order = Tail(key, Source("-", None, bundle="-")), [key]
-        if state and os.path.exists(state):
+        self.resumed = bool(state and os.path.exists(state))  # from a state file an earlier watch left
+        if state and self.resumed:
             self._load(state)
 
     # -- reading -----------------------------------------------------------------------------
@@ -155,7 +159,7 @@ class Follower:
             order.append(key)
             self._read(tail, st, update, final)
         for key in set(self.tails) - set(order):
-            del self.tails[key]  # deleted: what was read of it stays reported, and leaves the analysis
+            self._forget(self.tails.pop(key))  # deleted: what was read of it stays reported, and leaves the analysis
         self.saved.clear()  # every file there is has been met: the marks of the others are of files gone
         self.order, self.skipped, self.excluded = order, skipped, len(excluded)
         return update
@@ -185,11 +189,17 @@ class Follower:
             return tail
         if len(head) >= SIGNATURE_BYTES:  # a copy of a file read already (copytruncate): no line twice
             mine = _sign(head)
-            for other in [*self.tails.values(), *(_saved_tail(k, s) for k, s in self.saved.items())]:
-                if other.signed == SIGNATURE_BYTES and other.signature == mine:
-                    tail.reported = other.reported
-                    break
+            known = {t.signature: t.reported for t in self.tails.values() if t.signed == SIGNATURE_BYTES}
+            known |= {s["signature"]: s["reported"] for s in self.saved.values() if s["signed"] == SIGNATURE_BYTES}
+            tail.reported = max(known.get(mine, 0), self.former.get(mine, 0))
         return tail
+
+    def _forget(self, tail: Tail) -> None:
+        """Remember the mark of content about to go (a truncation, a deletion): a copy may come."""
+        if tail.signed == SIGNATURE_BYTES:
+            self.former[tail.signature] = max(tail.reported, self.former.get(tail.signature, 0))
+            while len(self.former) > FORMER_KEPT:
+                del self.former[next(iter(self.former))]
 
     def _read(self, tail: Tail, st: os.stat_result, update: Update, final: bool) -> None:
         if st.st_size == tail.size and st.st_mtime == tail.mtime and (tail.offset == st.st_size or not final):
@@ -207,6 +217,7 @@ class Follower:
             size = now.st_size
             if tail.offset and (size < tail.offset or _sign(_read_at(handle, 0, tail.signed)) != tail.signature):
                 update.notes.append(Skipped(tail.source.name, "truncated or rewritten: read again from the start"))
+                self._forget(tail)
                 tail.restart()
                 tail.reported, tail.members = 0, {}
             if tail.offset < HEAD_BYTES:  # its head decides its envelope: read it again, whole
@@ -351,8 +362,9 @@ def stable_id(incident: Incident, analysis: Analysis) -> str:
 
 
 def finding_event(f: Finding) -> dict[str, Any]:
-    """The `finding` event of a finding: its JSON shape (as in `--format json`)."""
-    return {"kind": "finding", **finding_dict(f)}
+    """The `finding` event of a finding: its JSON shape (as in `--format json`), its log's `kind`
+    (host, device, application) as `log_kind`."""
+    return {"kind": "finding", **{("log_kind" if k == "kind" else k): v for k, v in finding_dict(f).items()}}
 
 
 def related_event(e: RelatedEvent) -> dict[str, Any]:
@@ -481,8 +493,3 @@ def _line_end(handle: BinaryIO, start: int, size: int) -> int:
             return pos - step + nl + 1
         pos -= step
     return start
-
-
-def _saved_tail(key: Key, saved: dict[str, Any]) -> Tail:
-    return Tail(key, Source(saved["name"], None), reported=saved["reported"], signature=saved["signature"],
-                signed=saved["signed"])
