@@ -38,6 +38,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, BinaryIO, cast
 
 from ..core.errors import InputError
@@ -386,19 +387,32 @@ def wakeups(paths: Sequence[str], stop: threading.Event, poll: bool = False, int
     watch that fails: a network file system, no inotify watches left) every `interval` seconds."""
     if not poll:
         try:
-            import watchfiles
+            # Its notifier, not its `watch()` generator: the notifier watches from the moment it is
+            # made, so nothing written between the first walk and the first wait is missed.
+            from watchfiles._rust_notify import RustNotify
         except ImportError:
             note("watchfiles is not installed: polling")
             poll = True
     if not poll:
         try:
-            for _ in watchfiles.watch(*watched_folders(paths), watch_filter=None, debounce=DEBOUNCE_MS, step=50,
-                                      stop_event=stop, rust_timeout=RESYNC_MS, yield_on_timeout=True,
-                                      raise_interrupt=False):
-                yield
-            return
+            notify = RustNotify(watched_folders(paths), False, False, 300, True, False)
         except Exception as exc:  # noqa: BLE001 - whatever the notifier's failure, polling still works
             note(f"file notifications failed ({type(exc).__name__}: {exc}): polling every {interval:g} s")
+        else:
+            with notify:
+                yield  # the first walk
+                while not stop.is_set():
+                    try:
+                        got = notify.watch(DEBOUNCE_MS, 50, RESYNC_MS, stop)
+                    except Exception as exc:  # noqa: BLE001 - a folder watched went away, ...: poll on
+                        note(f"file notifications stopped ({type(exc).__name__}: {exc}): polling every {interval:g} s")
+                        break
+                    if got == "stop":
+                        return
+                    if got != "signal":  # a signal handler ran (and set `stop`, or not): look again
+                        yield
+                else:
+                    return
     while not stop.is_set():
         yield
         stop.wait(interval)
@@ -407,7 +421,12 @@ def wakeups(paths: Sequence[str], stop: threading.Event, poll: bool = False, int
 def read_stdin(stop: threading.Event, stream: BinaryIO | None = None) -> Iterator[bytes]:
     """Chunks of standard input as they arrive (b"" at its end), until `stop` is set."""
     stream = stream or sys.stdin.buffer
-    fd = stream.fileno()
+    try:
+        fd = stream.fileno()
+    except (OSError, io.UnsupportedOperation):  # not a file (a test's stream): read it as it comes
+        yield from iter(partial(stream.read1 if hasattr(stream, "read1") else stream.read, 1 << 20), b"")
+        yield b""
+        return
     while not stop.is_set():
         ready, _, _ = select.select([fd], [], [], STDIN_WAIT)
         if not ready:
