@@ -138,14 +138,15 @@ def _report(follower: Follower, update: Update, show: _Shower, analysis: Analysi
         show.event(finding_event(f))
     for e in update.related:
         show.event(related_event(e))
-    if update or analysis is None:
+    show.flush()  # the lines' events out before the analysis is concluded again
+    if update or update.notes or analysis is None:  # else nothing changed: no work, no redraw, no write
         if analysis is not None:
             analysis.close()
         analysis = follower.analysis()
         for event in follower.incident_events(analysis):
             show.event(event)
-    show.refresh(follower, analysis)
-    follower.save()
+        show.refresh(follower, analysis)
+        follower.save()
     return analysis
 
 
@@ -206,11 +207,14 @@ class _Shower:
         if self.out is not None:
             self.out.write((_line(event) if self.lines else text) + "\n")
 
-    def refresh(self, follower: Follower, analysis: Analysis) -> None:
+    def flush(self) -> None:
         for sink in self.sinks:
             sink.flush()
         if self.out is not None:
             self.out.flush()
+
+    def refresh(self, follower: Follower, analysis: Analysis) -> None:
+        self.flush()
 
 
 class _LiveShower(_Shower):
@@ -268,7 +272,7 @@ def _render(follower: Follower, analysis: Analysis, recent: list[str]) -> Any:
         state = getattr(incident, "state", None) or "-"
         table.add_row(stable_id(incident, analysis), state, terminal(", ".join(incident.nodes)),
                       terminal(f"{lead.meaning or lead.code} ({lead.family})"), terminal(incident.action_word),
-                      str(incident.findings), terminal(incident.end or ""),
+                      str(incident.findings), terminal((incident.end or "")[11:19]),
                       style="red" if incident.severe and state != "recovered" else None)
     lines = [Text(line) for line in recent]
     return Group(head, table, *lines)
