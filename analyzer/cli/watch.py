@@ -86,6 +86,8 @@ def watch(paths: tuple[str, ...], view: str | None, outputs: tuple[str, ...], st
         targets = list(paths) or default_paths()
         if "-" in targets and len(targets) > 1:
             fail("- (standard input) is watched alone: give it without other paths")
+        if targets == ["-"] and state:
+            fail("--state keeps offsets in files; a stream has none to resume from (drop --state)")
         _refuse(targets, selection, [*events, *(r.path for r in finals)], state)
         written = (*events, *(r.path for r in finals), *((state,) if state else ()))
         options = Options(selection=selection, year=year, tz=tz, not_these=written, node=node or None,
@@ -115,39 +117,57 @@ def _follow(follower: Follower, stop: threading.Event, show: _Shower, poll: bool
     """Sync on every wake-up until `stop` (or the end of standard input); the final analysis."""
     from ..run.watch import read_stdin, wakeups
 
-    analysis = None
+    pace = _Pace(follower, show)
     if follower.stdin:
         for data in read_stdin(stop):
-            analysis = _report(follower, follower.feed(data, final=not data), show, analysis)
+            pace.report(follower.feed(data, final=not data))
         if stop.is_set():  # stopped before the stream ended: its last line too
-            analysis = _report(follower, follower.feed(b"", final=True), show, analysis)
+            pace.report(follower.feed(b"", final=True), last=True)
     else:
         for _ in wakeups(follower.paths, stop, poll, interval, note):
-            analysis = _report(follower, follower.sync(), show, analysis)
-        analysis = _report(follower, follower.sync(final=True), show, analysis)
-    return analysis if analysis is not None else follower.analysis()
+            pace.report(follower.sync())
+        pace.report(follower.sync(final=True), last=True)
+    if pace.pending or pace.analysis is None:
+        pace.report(None, last=True)
+    assert pace.analysis is not None
+    return pace.analysis
 
 
-def _report(follower: Follower, update: Update, show: _Shower, analysis: Analysis | None) -> Analysis:
-    """Show what `update` brought; the analysis, concluded again when something was new."""
-    from ..run.watch import finding_event, related_event
+class _Pace:
+    """Shows each update's events at once, and concludes the analysis again (incidents) after a
+    change, spending at most a fifth of the time on it: a storm of findings is not re-tallied on
+    every wake-up (what waits is done on a later one, at most `RESYNC_MS` later)."""
 
-    for skipped in update.notes:
-        show.event({"kind": "note", "source": skipped.source, "note": skipped.reason})
-    for f in update.findings:
-        show.event(finding_event(f))
-    for e in update.related:
-        show.event(related_event(e))
-    show.flush()  # the lines' events out before the analysis is concluded again
-    if update or update.notes or analysis is None:  # else nothing changed: no work, no redraw, no write
-        if analysis is not None:
-            analysis.close()
-        analysis = follower.analysis()
-        for event in follower.incident_events(analysis):
-            show.event(event)
-        show.refresh(follower, analysis)
-        follower.save()
-    return analysis
+    def __init__(self, follower: Follower, show: _Shower) -> None:
+        self.follower, self.show = follower, show
+        self.analysis: Analysis | None = None
+        self.pending = True
+        self.cost, self.at = 0.0, float("-inf")
+
+    def report(self, update: Update | None, last: bool = False) -> None:
+        from ..run.watch import finding_event, related_event
+
+        if update is not None:
+            for skipped in update.notes:
+                self.show.event({"kind": "note", "source": skipped.source, "note": skipped.reason})
+            for f in update.findings:
+                self.show.event(finding_event(f))
+            for e in update.related:
+                self.show.event(related_event(e))
+            self.show.flush()  # the lines' events out before the analysis is concluded again
+            self.pending |= bool(update or update.notes)
+        if not self.pending or (not last and time.monotonic() - self.at < 4 * self.cost):
+            return  # nothing changed (no work, no redraw, no write), or too soon
+        started = time.monotonic()
+        if self.analysis is not None:
+            self.analysis.close()
+        self.analysis = self.follower.analysis()
+        for event in self.follower.incident_events(self.analysis):
+            self.show.event(event)
+        self.show.refresh(self.follower, self.analysis)
+        self.follower.save()
+        self.at = time.monotonic()
+        self.cost, self.pending = self.at - started, False
 
 
 def _refuse(targets: list[str], selection: Any, written: list[str], state: str | None) -> None:

@@ -150,7 +150,9 @@ def test_lines_view_names_each_event(tmp_path):
 @pytest.mark.parametrize(("args", "message"), [
     (["-", "sample_logs"], "- (standard input) is watched alone"),
     (["sample_logs", "-o", "-"], "watch writes its final reports to files"),
-    (["sample_logs", "--state", "sample_logs/prompt-node-1/cpp_app.log"], "--state sample_logs/prompt-node-1/cpp_app.log: it is the input"),
+    (["-", "--state", "s.json"], "--state keeps offsets in files; a stream has none"),
+    (["sample_logs", "--state", "sample_logs/prompt-node-1/cpp_app.log"],
+     "--state sample_logs/prompt-node-1/cpp_app.log: it is the input"),
 ])
 def test_usage_errors_are_one_line(args, message, in_root):
     result = CliRunner().invoke(cli, ["watch", *args])
