@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from analyzer.cli import cli
+from analyzer.inputs.own import own_document
 from analyzer.run.api import analyze
 from analyzer.writers import write_report
 from click.testing import CliRunner
@@ -128,6 +129,7 @@ def test_standard_input_gives_events_then_the_final_report(tmp_path):
     assert result.exit_code == 1, result.output
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events[0] == {"kind": "watch", "tool": "ddtriage", "paths": ["-"], "resumed": False}
+    assert own_document(result.stdout.encode()) == "watch event stream"  # a later scan leaves it out
     kinds = {e["kind"] for e in events}
     assert {"finding", "incident"} <= kinds
     findings = [e for e in events if e["kind"] == "finding"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from analyzer.inputs.own import own_document
 from analyzer.run.api import Options, analyze
 from analyzer.run.watch import Follower, wakeups
 from analyzer.writers import write_report
@@ -156,6 +157,7 @@ def test_a_restart_from_the_state_reports_only_what_came_while_it_was_down(tmp_p
     assert marks(first.sync().findings) == [1]
     assert [e["change"] for e in first.incident_events(first.analysis())] == ["new"]
     first.save()
+    assert own_document(state.read_bytes()) == "watch state file"  # never read as a log
     write(log, link_failed(2, second=9))  # while watch is down
     os.rename(log, f"{log}.1")
     write(log, link_failed(3, second=9))
