@@ -209,7 +209,8 @@ class Follower:
                 del self.former[next(iter(self.former))]
 
     def _read(self, tail: Tail, st: os.stat_result, update: Update, final: bool) -> None:
-        if st.st_size == tail.size and st.st_mtime == tail.mtime and (tail.offset == st.st_size or not final):
+        if st.st_size == tail.size and st.st_mtime == tail.mtime and (
+                not final or not tail.plain or tail.offset == st.st_size):
             return  # nothing new
         path = tail.source.path
         assert path is not None
@@ -401,7 +402,9 @@ def wakeups(paths: Sequence[str], stop: threading.Event, poll: bool = False, int
             poll = True
     if not poll:
         try:
-            notify = RustNotify(watched_folders(paths), False, False, 300, True, False)
+            # recursive only when a folder is watched: a file's folder (/var/log) is not walked down
+            recursive = any(os.path.isdir(p) for p in paths)
+            notify = RustNotify(watched_folders(paths), False, False, 300, recursive, False)
         except Exception as exc:  # noqa: BLE001 - whatever the notifier's failure, polling still works
             note(f"file notifications failed ({type(exc).__name__}: {exc}): polling every {interval:g} s")
         else:
