@@ -169,3 +169,22 @@ def test_a_bad_state_file_is_one_line_naming_it(tmp_path):
     result = CliRunner().invoke(cli, ["watch", str(tmp_path / "logs"), "--state", str(state)])
     assert result.exit_code == 2
     assert f"{state}: unusable watch state" in result.stderr
+
+
+def test_the_live_view_lists_the_incidents_most_severe_first(rules):
+    """What the terminal shows (rich), drawn from a follower's analysis of the sample logs."""
+    from analyzer.cli.watch import _render
+    from analyzer.run.api import Options
+    from analyzer.run.watch import Follower, stable_id
+    from rich.console import Console
+
+    follower = Follower([str(SAMPLES)], Options().engine_factory(rules)())
+    follower.sync(final=True)
+    analysis = follower.analysis()
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    console.print(_render(follower, analysis, ["finding: the last line"]))
+    shown = console.file.getvalue()
+    assert "7 files · 64 findings · 12 related errors · 5 incidents" in shown
+    ids = [stable_id(i, analysis) for i in analysis.summary.incidents]
+    assert [shown.index(i) for i in ids] == sorted(shown.index(i) for i in ids)  # in the report's order
+    assert "connection refused (socket)" in shown and shown.rstrip().endswith("finding: the last line")
