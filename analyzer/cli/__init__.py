@@ -16,7 +16,7 @@ from types import FrameType
 
 import click
 
-from . import config, explain, merge, mine, rules, scan, show  # noqa: F401 - each registers its command on the group
+from . import config, explain, merge, mine, rules, scan, show, watch  # noqa: F401 - each registers its command on the group
 from .base import (
     DEBUG,
     EXIT_CLEAN,

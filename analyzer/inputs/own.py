@@ -27,6 +27,8 @@ _SIGNATURES: tuple[tuple[str, re.Pattern[bytes]], ...] = (
                               rb'recoverable,fingerprint,')),
     ("JSONL report", re.compile(rb'\A\{"source": "(?:[^"\\\n]|\\.)*", "line": \d+, "timestamp": [^\n]*'
                                 rb'"fingerprint": "[0-9a-f]{16}"')),
+    ("watch event stream", re.compile(rb'\A\{"kind": "watch", "tool": "ddtriage"')),  # run/watch.py
+    ("watch state file", re.compile(rb'\A\{"ddtriage_watch_state": \d+')),
 )
 
 

@@ -98,7 +98,7 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
 
     for src in sources:
         if (jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
-                and src.size * jobs >= total and _is_plain(src.path)):
+                and src.size * jobs >= total and is_plain(src.path)):
             flush()
             cuts = aligned_cuts(src.path, src.size, jobs)
             units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
@@ -114,7 +114,7 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
     return units
 
 
-def _is_plain(path: str) -> bool:
+def is_plain(path: str) -> bool:
     """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out)."""
     try:
         with open(path, "rb") as handle:
@@ -210,18 +210,27 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
-        head = handle.read(HEAD_BYTES) if unit.start > 0 else None  # the file's envelope, if any
-        lead = max(0, unit.start - HISTORY_BYTES)
-        handle.seek(lead)
-        history = handle.read(unit.start - lead)
-        if lead > 0:
-            history = history[history.find(b"\n") + 1:]
-        hint = year_hint(src.name, src.mtime, engine.year)
-        bounded = cast(BinaryIO, _Bounded(handle, unit.end - unit.start))  # the scanner only calls read()
-        engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=writer.add,
-                         head=head)
+        scan_range(engine, src, handle, unit.start, unit.end, stats, writer.add)
     stats.files = 0  # merge counts the file once
     return writer.finish(), stats, None  # a range's bursts may go on in the next range: no tally
+
+
+def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: int, stats: InputStats,
+               sink: Callable[[Finding], None]) -> None:
+    """Scan the line-aligned byte range [start, end) of an open plain file as a sequential scan
+    would see it: its envelope told from the file's head, its first lines looking back at the
+    text before `start`. Line numbers are local (1 = the range's first line). Also what
+    `ddtriage watch` scans each time a log grows."""
+    handle.seek(0)
+    head = handle.read(HEAD_BYTES) if start > 0 else None  # the file's envelope, if any
+    lead = max(0, start - HISTORY_BYTES)
+    handle.seek(lead)
+    history = handle.read(start - lead)
+    if lead > 0:
+        history = history[history.find(b"\n") + 1:]
+    hint = year_hint(src.name, src.mtime, engine.year)
+    bounded = cast(BinaryIO, _Bounded(handle, end - start))  # the scanner only calls read()
+    engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=sink, head=head)
 
 
 def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,
