@@ -23,7 +23,7 @@ $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,fleet]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,fleet,frames]'
 	-$(BIN)/python -m pip install --quiet -e '.[fast]' || echo "note: hyperscan/isal not installed; using the pure-Python path"
 	-@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \

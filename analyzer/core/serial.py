@@ -174,6 +174,29 @@ def value(f: Finding, column: str) -> Any:
     return getattr(f, _FIELD.get(column, column))
 
 
+_POSITION = {name: i for i, name in enumerate(Finding._fields)}
+
+
+def column_batch(findings: list[Finding], columns: tuple[str, ...] = COLUMNS) -> dict[str, list[Any]]:
+    """The cells of `columns` for each of `findings`, column by column (`value` of each finding,
+    transposed at once: what a Parquet row group or a frame's row group is built from)."""
+    if not findings:
+        return {c: [] for c in columns}
+    fields = list(zip(*findings, strict=True))
+    out: dict[str, list[Any]] = {}
+    for column in columns:
+        cells = fields[_POSITION[_FIELD.get(column, column)]]
+        if column == "references":
+            out[column] = [list(r) for r in cells]
+        elif column == "causes":
+            out[column] = [[{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in cs] for cs in cells]
+        elif column == "link":
+            out[column] = [list(link) for link in cells]
+        else:
+            out[column] = list(cells)
+    return out
+
+
 def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None) -> Finding:
     """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
     are no finding field (a baseline mark) are left out. `generic` (not in a report) tells from
@@ -213,3 +236,14 @@ def load_pyarrow() -> Any:
     # parts stays ~100 MiB lower at its peak.
     pyarrow.set_memory_pool(pyarrow.system_memory_pool())
     return pyarrow
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema of a findings table (`COLUMNS`): the Parquet report's, and the findings frame's."""
+    pa = load_pyarrow()
+    text, flag, number = pa.string(), pa.bool_(), pa.int64()
+    cause = pa.struct([("line", number), ("family", text), ("code", text), ("meaning", text)])
+    types = {"recoverable": flag, "line": number, "api_line": number, "known": flag, "generic": flag,
+             "in_cluster_results": flag, "references": pa.list_(text),
+             "causes": pa.list_(cause), "link": pa.map_(text, text)}
+    return pa.schema([(c, types.get(c, text)) for c in COLUMNS])
