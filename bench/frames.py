@@ -14,6 +14,7 @@ Run by `make bench`, not by CI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
@@ -55,10 +56,8 @@ def hwm_kib() -> int:
 
 def reset_hwm() -> None:
     gc.collect()
-    try:
+    with contextlib.suppress(OSError):  # not Linux, or not allowed: the figure is then the peak since the start
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass  # not Linux, or not allowed: the figure is then the peak since the start
 
 
 def main() -> int:

@@ -179,22 +179,29 @@ _POSITION = {name: i for i, name in enumerate(Finding._fields)}
 
 def column_batch(findings: list[Finding], columns: tuple[str, ...] = COLUMNS) -> dict[str, list[Any]]:
     """The cells of `columns` for each of `findings`, column by column (`value` of each finding,
-    transposed at once: what a Parquet row group or a frame's row group is built from)."""
+    transposed at once: what a Parquet row group or a frame's row group is built from). The
+    list-valued cells a storm repeats (references, causes, link facts) are converted once per
+    distinct value and shared."""
     if not findings:
         return {c: [] for c in columns}
     fields = list(zip(*findings, strict=True))
     out: dict[str, list[Any]] = {}
     for column in columns:
         cells = fields[_POSITION[_FIELD.get(column, column)]]
-        if column == "references":
-            out[column] = [list(r) for r in cells]
-        elif column == "causes":
-            out[column] = [[{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in cs] for cs in cells]
-        elif column == "link":
-            out[column] = [list(link) for link in cells]
-        else:
+        convert = _NESTED.get(column)
+        if convert is None:
             out[column] = list(cells)
+            continue
+        seen: dict[Any, Any] = {}
+        out[column] = [seen[c] if c in seen else seen.setdefault(c, convert(c)) for c in cells]
     return out
+
+
+_NESTED: dict[str, Callable[[Any], Any]] = {
+    "references": list,
+    "causes": lambda cs: [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in cs],
+    "link": list,  # (kind, value) pairs: a map in Parquet
+}
 
 
 def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None) -> Finding:

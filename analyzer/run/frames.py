@@ -156,9 +156,10 @@ def _utc(pa: Any, stamps: Any) -> Any:
 def _to_pandas(table: Any) -> pd.DataFrame:
     """The one rule of dtypes (module docstring) from an Arrow table."""
     pa = load_pyarrow()
-    nested = {f.name for f in table.schema if pa.types.is_nested(f.type)}
 
     def mapper(t: Any) -> Any:
+        if pa.types.is_nested(t):  # lists, structs, maps stay Arrow arrays (no Python list per cell)
+            return pd.ArrowDtype(t)
         if t == pa.int64():
             return pd.Int64Dtype()
         if t == pa.bool_():
@@ -169,8 +170,6 @@ def _to_pandas(table: Any) -> pd.DataFrame:
 
     table = table.unify_dictionaries()
     df = table.to_pandas(types_mapper=mapper, split_blocks=True)
-    for name in nested:
-        df[name] = df[name].astype(pd.ArrowDtype(table.schema.field(name).type))
     for name in df.columns:
         if isinstance(df[name].dtype, pd.CategoricalDtype):
             categories = df[name].cat.categories

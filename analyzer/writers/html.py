@@ -223,8 +223,8 @@ def _table(title: str, head: list[str], rows: list[list[Cell]], more: int, where
     out = [f"<h2>{_e(title)}</h2>"]
     if not rows:
         return out[0] + '<p class="none">None.</p>\n'
-    out.append(f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-               + "</tr></thead><tbody>")
+    out.append(f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>'
+               + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>")
     for row in rows:
         out.append("<tr>" + "".join(f'<td data-v="{_e(v)}">{cell}</td>' if v is not None else f"<td>{cell}</td>"
                                     for cell, v in row) + "</tr>")
