@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The findings frame of a storm (issue #21): time and peak memory of `Analysis.frames()`.
 
-    python bench/frames.py [--findings 1000000] [--jobs 2]
+    python bench/frames.py [--findings 1000000] [--jobs 2] [--cache-dir DIR]
 
 Writes (once, cached in bench/.cache/) a plog whose every line holds a code: `--findings` lines of
 PullKvBlocks wait timeouts from four threads, one LLM_FAILED echo in seven. Scans it with the
@@ -29,9 +29,9 @@ ECHO = ("[ERROR] GE(4811,python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.{ms:03d}.{u
         "PullKvBlocks: ErrorNo: 4294967295(failed) req_id = {r}\n")
 
 
-def storm(findings: int) -> Path:
+def storm(findings: int, cache: Path = CACHE) -> Path:
     """The cached storm plog with `findings` code lines."""
-    path = CACHE / f"frames-storm-{findings}" / "storm-node" / "plog-4811_20251112034000000.log"
+    path = cache / f"frames-storm-{findings}" / "storm-node" / "plog-4811_20251112034000000.log"
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,16 +60,17 @@ def reset_hwm() -> None:
         Path("/proc/self/clear_refs").write_text("5")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--findings", type=int, default=1_000_000)
     parser.add_argument("--jobs", type=int, default=2)
-    args = parser.parse_args()
+    parser.add_argument("--cache-dir", type=Path, default=CACHE)
+    args = parser.parse_args(argv)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from analyzer import analyze
 
     t = time.perf_counter()
-    log = storm(args.findings)
+    log = storm(args.findings, args.cache_dir)
     print(f"storm: {log} ({log.stat().st_size / 2**20:.0f} MiB), ready in {time.perf_counter() - t:.1f} s")
 
     reset_hwm()
@@ -77,6 +78,11 @@ def main() -> int:
     result = analyze([str(log.parent)], jobs=args.jobs)
     scan_s, scan_kib = time.perf_counter() - t, hwm_kib()
     print(f"scan: {len(result.findings):,} findings in {scan_s:.1f} s, peak RSS {scan_kib / 1024:.0f} MiB")
+
+    t = time.perf_counter()
+    import pandas  # noqa: F401 - timed apart: a notebook pays it once
+    import pyarrow  # noqa: F401
+    print(f"import pandas and pyarrow: {time.perf_counter() - t:.1f} s")
 
     reset_hwm()
     t = time.perf_counter()
