@@ -78,5 +78,5 @@ def test_frames_bench_smoke(tmp_path: Path, capsys) -> None:
     main = runpy.run_path(str(ROOT / "bench" / "frames.py"))["main"]
     assert main(["--findings", "700", "--jobs", "1", "--cache-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "scan: 700 findings" in out and "findings frame: 700 rows x 34 columns" in out
+    assert "scan: 700 findings" in out and "s CPU" in out and "findings frame: 700 rows x 34 columns" in out
     assert "peak RSS" in out and "within 1 GiB peak RSS: met" in out
