@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Any
 
 import pandas as pd
+import pyarrow  # noqa: F401 - here, so that a missing pyarrow is an ImportError naming the frames extra
 
 from ..core.observations import NodeFacts, RelatedEvent
 from ..core.records import Finding
@@ -96,8 +97,9 @@ def frames(names: Sequence[str], findings: Iterable[Finding], summary: Summary, 
             "nodes": lambda: _node_rows(summary, links),
             "bundles": lambda: _bundle_rows(fleet),
             "fingerprints": lambda: _fingerprint_rows(fleet)}
-    for name in wanted[("findings" in wanted):]:
-        out[name] = _small_frame(name, rows[name]())
+    for name in wanted:
+        if name != "findings":
+            out[name] = _small_frame(name, rows[name]())
     return out
 
 
