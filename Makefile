@@ -23,7 +23,7 @@ $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,fleet,live]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,fleet,live,frames]'
 	-$(BIN)/python -m pip install --quiet -e '.[fast]' || echo "note: hyperscan/isal not installed; using the pure-Python path"
 	-@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
@@ -53,13 +53,16 @@ golden: install
 # rg (Debian's ripgrep) is installed when missing; without it the bench skips the rg column and says so.
 # Then the fleet bench of issue #12 (bench/fleet.py: 500 bundles, local pool vs --dask local:N vs merge;
 # ~5 min, 1.1 GB more cache; FLEET_ARGS="--bundles 50 --noise 1M --repeat 1" for a quick run).
+# Then bench/frames.py (issue #21): the findings frame of a 1,000,000-finding storm, time and peak RSS
+# (168 MiB more cache; FRAMES_ARGS="--findings 100000" for a quick run).
 bench: install
 	@command -v rg >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
 	  echo "rg not found: installing Debian's ripgrep"; \
 	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq ripgrep >/dev/null; } \
 	  || echo "note: could not install ripgrep (apt-get failed); the bench runs without rg"; }
 	@status=0; $(BIN)/python bench/run.py --ddtriage $(BIN)/ddtriage $(BENCH_ARGS) || status=1; \
-	  $(BIN)/python bench/fleet.py --ddtriage $(BIN)/ddtriage $(FLEET_ARGS) || status=1; exit $$status
+	  $(BIN)/python bench/fleet.py --ddtriage $(BIN)/ddtriage $(FLEET_ARGS) || status=1; \
+	  $(BIN)/python bench/frames.py $(FRAMES_ARGS) || status=1; exit $$status
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache core/target

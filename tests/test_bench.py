@@ -67,3 +67,16 @@ def test_bench_rejects_unknown_case() -> None:
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2
     assert "nosuch" in p.stderr
+
+
+def test_frames_bench_smoke(tmp_path: Path, capsys) -> None:
+    """bench/frames.py (issue #21) end to end on a small storm: it finds every planted line and
+    prints the time, the peak RSS and the verdict."""
+    pytest.importorskip("pandas")
+    import runpy
+
+    main = runpy.run_path(str(ROOT / "bench" / "frames.py"))["main"]
+    assert main(["--findings", "700", "--jobs", "1", "--cache-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "scan: 700 findings" in out and "s CPU" in out and "findings frame: 700 rows x 34 columns" in out
+    assert "peak RSS" in out and "within 1 GiB peak RSS: met" in out

@@ -50,6 +50,16 @@ def test_a_worker_that_scans_imports_no_writer() -> None:
     assert not {"pandas", "pyarrow", "dask"} & loaded
 
 
+def test_a_scan_that_writes_reports_imports_no_pandas() -> None:
+    """pandas is for frames only (issue #21): a scan, its summary and its reports never load it,
+    nor the notebook view's writer until a notebook renders a result."""
+    loaded = _imported_by("import io\nfrom analyzer import analyze\nfrom analyzer.writers import write_report\n"
+                          f"with analyze([{str(PACKAGE.parent / 'sample_logs')!r}], jobs=1) as r:\n    repr(r)\n"
+                          "    [write_report(f, r, io.StringIO()) for f in ('text', 'json', 'markdown')]")
+    assert "analyzer.run.frames" not in loaded and "analyzer.writers.html" not in loaded
+    assert "pandas" not in loaded
+
+
 def test_no_two_module_constants_share_a_name() -> None:
     """A name means one thing (issue #16: LOOKBACK_LINES was 40 in one module and 12 in another)."""
     import ast

@@ -157,3 +157,43 @@ def test_jenkins_junit_step_reads_what_the_scan_wrote(tmp_path, logs, rc):
     failed = [c for c in cases if "failure" in c]
     assert failed  # both folders have findings: each is a failed test case Jenkins lists
     assert (tmp_path / archived).read_text().startswith("ddtriage: ")
+
+
+# --- README: the worked example of batch analysis in a notebook (issue #21) ---------------------
+
+def readme_block(after):
+    """The first ```python block of README.md after the line that starts with `after`."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text.split("\n" + after, 1)[1], re.S).group(1)
+
+
+def test_worked_example_fingerprints_per_minute_and_prompt_led_incidents(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pandas")
+    from fleetgen import make_fleet
+
+    make_fleet(tmp_path, nodes=6, big_copies=2)  # tmp_path/fleet/: 3 prompt, 3 decode nodes and big-node-0
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    exec(compile(readme_block("**Worked example**"), "README.md (worked example)", "exec"), ns)
+    ns["result"].close()
+    printed = capsys.readouterr().out
+    top = ns["top"]
+    # The decode side's link failure is logged by every decode node and by the big node's copies.
+    # The most widespread failure is the decode side's: every decode node and the big node's copies.
+    assert (top.bundles, top.nodes) == (4, 4)
+    assert sorted(top.node_names) == ["big-node-0", "decode-node-1", "decode-node-3", "decode-node-5"]
+    assert f"{top.fingerprint} {top['name']} from {top.api}: in 4 bundles, on 4 nodes" in printed
+    spread = ns["spread"]
+    assert int(spread.iloc[0]) == 4 and top.fingerprint in spread[spread == 4].index
+    per_minute = ns["per_minute"]
+    # fleetgen re-times node i to minute 10 + i; the big node's copies to minutes 10 and 11.
+    assert sorted(per_minute.columns) == ["big-node-0", "decode-node-1", "decode-node-3", "decode-node-5",
+                                          "prompt-node-2", "prompt-node-4", "prompt-node-6"]
+    assert int(per_minute.to_numpy().sum()) == int(ns["findings"]["timestamp"].notna().sum())  # the timed ones
+    assert per_minute.loc["2025-11-12 03:13:00+00:00", "decode-node-3"] > 0
+    assert per_minute.loc["2025-11-12 03:13:00+00:00", "decode-node-1"] == 0
+    prompt_led = ns["prompt_led"]
+    assert set(prompt_led["lead_node"]) == {"prompt-node-2", "prompt-node-4", "prompt-node-6"}
+    # as in sample_logs (incidents 2, 4 and 5 there), on each prompt node
+    assert {"LLM_ENGINE_FINALIZED", "device out of memory", "LLM_PREFIX_NOT_EXIST"} <= set(prompt_led["lead_meaning"])
+    assert "prompt-node-4" in printed and "lead_meaning" in printed

@@ -184,6 +184,45 @@ def value(f: Finding, column: str, texts: RuleTexts) -> Any:
     return getattr(f, _FIELD.get(column, column))
 
 
+_POSITION = {name: i for i, name in enumerate(Finding._fields)}
+
+
+def column_batch(findings: list[Finding], texts: RuleTexts, columns: tuple[str, ...] = COLUMNS) -> dict[str, list[Any]]:
+    """The cells of `columns` for each of `findings`, column by column (`value` of each finding,
+    transposed at once: what a Parquet row group or a frame's row group is built from; the rules'
+    remedies and references from `texts`). The list-valued cells a storm repeats (references,
+    causes, link facts) are converted once per distinct value and shared."""
+    if not findings:
+        return {c: [] for c in columns}
+    fields = list(zip(*findings, strict=True))
+    rules = fields[_POSITION["rule"]]
+    out: dict[str, list[Any]] = {}
+    for column in columns:
+        if column in _RULE_TEXT:
+            by_rule: dict[str, Any] = {}
+            out[column] = [by_rule[r] if r in by_rule else by_rule.setdefault(r, _rule_cell(texts.of(r), column))
+                           for r in rules]
+            continue
+        cells = fields[_POSITION[_FIELD.get(column, column)]]
+        convert = _NESTED.get(column)
+        if convert is None:
+            out[column] = list(cells)
+            continue
+        seen: dict[Any, Any] = {}
+        out[column] = [seen[c] if c in seen else seen.setdefault(c, convert(c)) for c in cells]
+    return out
+
+
+def _rule_cell(text: RuleText, column: str) -> Any:
+    return text.remedy if column == "remedy" else list(text.references)
+
+
+_NESTED: dict[str, Callable[[Any], Any]] = {
+    "causes": lambda cs: [{"line": c[0], "family": c[1], "code": c[2], "meaning": c[3]} for c in cs],
+    "link": list,  # (kind, value) pairs: a map in Parquet
+}
+
+
 def finding_of(row: dict[str, Any], generic: Callable[[str], bool] | None = None,
                texts: RuleTexts | None = None) -> Finding:
     """The finding a row (its JSON shape, or a full row of `COLUMNS`) was written from; keys that
@@ -234,3 +273,14 @@ def load_pyarrow() -> Any:
     # parts stays ~100 MiB lower at its peak.
     pyarrow.set_memory_pool(pyarrow.system_memory_pool())
     return pyarrow
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema of a findings table (`COLUMNS`): the Parquet report's, and the findings frame's."""
+    pa = load_pyarrow()
+    text, flag, number = pa.string(), pa.bool_(), pa.int64()
+    cause = pa.struct([("line", number), ("family", text), ("code", text), ("meaning", text)])
+    types = {"recoverable": flag, "line": number, "api_line": number, "known": flag, "generic": flag,
+             "in_cluster_results": flag, "references": pa.list_(text),
+             "causes": pa.list_(cause), "link": pa.map_(text, text)}
+    return pa.schema([(c, types.get(c, text)) for c in COLUMNS])

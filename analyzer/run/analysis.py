@@ -1,6 +1,12 @@
 """What a run produced, as data: the record the writers read (`Analysis`).
 
 Layer: run. Built only by `finish.conclude`, at the end of a scan, a merge or the known-errors path.
+
+In a notebook an `Analysis` shows itself: `repr` is one line, `_repr_html_` the first screen of
+the HTML report. That page belongs to the writers, a layer above this one, so the record does not
+import it: it asks `core.views`, a hook that the top-level package (the composition root, above
+every layer and always imported first) fills with a function that imports `writers.html` when a
+notebook first renders one. `frames()` gives pandas DataFrames (`run.frames`).
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..core import views
 from ..core.observations import NodeFacts, RelatedEvent
 from ..core.records import InputStats, RuleTexts
 from ..diagnose.summary import Summary
@@ -15,11 +22,13 @@ from ..knowledge.rules import RuleSet
 from .store import FindingStore
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from ..diagnose.known_errors import KnownErrors
     from ..diagnose.mining import NearIncident
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
     """What a triage run produced, as data. `findings` is re-iterable in report order and has a
     `len()`; `list(result.findings)` for a list. `close()` (or `with analyze(...) as result:`)
@@ -49,6 +58,31 @@ class Analysis:
         """The texts a writer prints for a finding's rule (`texts`, never None once built)."""
         assert self.texts is not None
         return self.texts
+
+    def frames(self, *names: str) -> dict[str, pd.DataFrame]:
+        """pandas DataFrames of this run, by name: `findings`, `related`, `incidents`, `bursts`,
+        `nodes`, `bundles`, `fingerprints` (those named, else all; README "Frames" lists their
+        columns). Needs pandas and pyarrow: `pip install 'ddtriage[frames]'`."""
+        try:
+            from .frames import frames
+        except ImportError as exc:
+            raise ImportError(f"frames need pandas and pyarrow ({exc.name} is missing): "
+                              "pip install 'ddtriage[frames]'") from None
+        return frames(names, self.findings, self.summary, self.related, self.links, self.rule_texts)
+
+    def frame(self, name: str) -> pd.DataFrame:
+        """One of `frames()`: `result.frame("incidents")`."""
+        return self.frames(name)[name]
+
+    def __repr__(self) -> str:
+        s, i = self.summary, self.inputs
+        return (f"<Analysis: {s.findings} findings ({s.unrecoverable} not known recoverable), "
+                f"{len(s.incidents)} incidents, {len(self.related)} related errors, {len(s.nodes)} nodes; "
+                f"{i.files} files, {i.lines} lines read>")
+
+    def _repr_html_(self) -> str | None:
+        """The first screen of the HTML report (Jupyter calls this)."""
+        return views.html(self)
 
     def close(self) -> None:
         """Delete the temporary files that hold the findings."""

@@ -33,6 +33,27 @@ from .store import FindingStore, RunWriter, spill_dir
 FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
 
 
+REPORT_SUFFIXES = (".json", ".jsonl", ".parquet")  # the parts `read_report` takes from a folder
+
+
+def read_report(path: str | os.PathLike[str], rules: RuleSet | None = None) -> Analysis:
+    """The analysis of a JSON, JSONL or Parquet report of `ddtriage scan` (or `merge`), or of a
+    folder of them (its `*.json`, `*.jsonl` and `*.parquet` files, merged as `merge` merges
+    parts): the same `Analysis` a scan returns, so `.frames()`, `.summary` and the notebook view
+    work on a fleet scanned elsewhere. What `merge` would warn about is a Python warning."""
+    import warnings
+
+    where = os.fspath(path)
+    if os.path.isdir(where):
+        parts = sorted(os.path.join(where, n) for n in os.listdir(where)
+                       if n.endswith(REPORT_SUFFIXES) and os.path.isfile(os.path.join(where, n)))
+        if not parts:
+            raise InputError(f"{where}: a folder without reports (*{', *'.join(REPORT_SUFFIXES)})")
+    else:
+        parts = [where]
+    return merge_parts(parts, rules, lambda message: warnings.warn(message, stacklevel=3))
+
+
 def merge_parts(parts: list[str], rules: RuleSet | None = None,
                 warn: Callable[[str], None] | None = None) -> Analysis:
     """One analysis of the findings and input stats of every part (JSON, JSONL or Parquet

@@ -32,23 +32,26 @@ COLOURS = {"free-memory": "#d7263d", "check-network": "#7b2cbf", "relink": "#f49
            "collect-logs": "#5c677d", "none": "#adb5bd"}
 LANE, LEFT, WIDTH = 26, 190, 1100  # timeline geometry (px)
 
+# Every rule is scoped to `.ddt` (the page's <body>, the notebook view's <div>), so the view
+# cannot restyle the notebook around it.
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
-header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:22px}
-header p{margin:0;color:#c8ccd6}.chips span{display:inline-block;margin:8px 8px 0 0;padding:3px 10px;
-border-radius:12px;background:#2e3648;font-size:13px}main{padding:20px 28px;max-width:1240px}
-h2{font-size:18px;margin:26px 0 10px}.card{background:#fff;border-radius:8px;padding:14px 18px;margin:0 0 14px;
-box-shadow:0 1px 3px rgba(0,0,0,.08);border-left:6px solid #5c677d}.card h3{margin:0 0 6px;font-size:16px}
-.meta{color:#5c677d;font-size:13px}.story{margin:8px 0;font-size:15px}.action{display:inline-block;color:#fff;
-border-radius:4px;padding:1px 8px;font-size:12px;font-weight:600;margin-right:6px}
-pre{background:#1d2330;color:#e6e9ef;padding:10px 12px;border-radius:6px;overflow-x:auto;font-size:12.5px}
-pre .lead{background:#5a4a00;color:#ffe066;display:block}table{border-collapse:collapse;width:100%;background:#fff;
-font-size:13px;box-shadow:0 1px 3px rgba(0,0,0,.08)}th,td{padding:5px 8px;border-bottom:1px solid #e3e6ec;
-text-align:left;vertical-align:top}th{background:#e9ecf2;cursor:pointer;user-select:none;position:sticky;top:0}
-th:after{content:" \\2195";color:#9aa3b5}td code{font-size:12px;word-break:break-all}.svgbox{background:#fff;
-border-radius:8px;padding:8px;box-shadow:0 1px 3px rgba(0,0,0,.08);overflow-x:auto}.legend span{display:inline-block;
-margin:0 12px 6px 0;font-size:12.5px}.legend i{display:inline-block;width:11px;height:11px;border-radius:6px;
-margin-right:4px;vertical-align:-1px}#js-errors{display:none}.none{color:#5c677d}
+.ddt{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
+.ddt header{background:#1d2330;color:#fff;padding:18px 28px}.ddt header h1{margin:0 0 4px;font-size:22px;color:#fff}
+.ddt header p{margin:0;color:#c8ccd6}.ddt .chips span{display:inline-block;margin:8px 8px 0 0;padding:3px 10px;
+border-radius:12px;background:#2e3648;font-size:13px}.ddt main{padding:20px 28px;max-width:1240px}
+.ddt h2{font-size:18px;margin:26px 0 10px}.ddt .card{background:#fff;border-radius:8px;padding:14px 18px;
+margin:0 0 14px;box-shadow:0 1px 3px rgba(0,0,0,.08);border-left:6px solid #5c677d}.ddt .card h3{margin:0 0 6px;
+font-size:16px}.ddt .meta{color:#5c677d;font-size:13px}.ddt .story{margin:8px 0;font-size:15px}
+.ddt .action{display:inline-block;color:#fff;border-radius:4px;padding:1px 8px;font-size:12px;font-weight:600;
+margin-right:6px}.ddt pre{background:#1d2330;color:#e6e9ef;padding:10px 12px;border-radius:6px;overflow-x:auto;
+font-size:12.5px}.ddt pre .lead{background:#5a4a00;color:#ffe066;display:block}.ddt table{border-collapse:collapse;
+width:100%;background:#fff;font-size:13px;box-shadow:0 1px 3px rgba(0,0,0,.08)}.ddt th,.ddt td{padding:5px 8px;
+border-bottom:1px solid #e3e6ec;text-align:left;vertical-align:top}.ddt th{background:#e9ecf2;cursor:pointer;
+user-select:none;position:sticky;top:0}.ddt table.sortable th:after{content:" \\2195";color:#9aa3b5}
+.ddt td code{font-size:12px;word-break:break-all}.ddt .svgbox{background:#fff;border-radius:8px;padding:8px;
+box-shadow:0 1px 3px rgba(0,0,0,.08);overflow-x:auto}.ddt .legend span{display:inline-block;margin:0 12px 6px 0;
+font-size:12.5px}.ddt .legend i{display:inline-block;width:11px;height:11px;border-radius:6px;margin-right:4px;
+vertical-align:-1px}.ddt #js-errors{display:none}.ddt .none{color:#5c677d}
 """
 
 _SCRIPT = """
@@ -83,24 +86,51 @@ def write(analysis: Analysis, out: TextIO) -> None:
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
               "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-              f"<title>ddtriage report</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>\n")
-    chips = [plural(s.findings, "finding"), f"{s.unrecoverable} not known recoverable",
-             plural(len(s.incidents), "incident"), plural(len(analysis.related), "related error"),
-             plural(len(s.nodes), "node")]
-    out.write(f"<header><h1>ddtriage report</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
-              + "".join(f"<span>{_e(c)}</span>" for c in chips) + "</div></header><main>\n"
-              "<pre id=\"js-errors\" data-count=\"0\"></pre>\n")
-    if s.incidents:
-        out.write("<h2>Timeline</h2>\n" + _legend(s.incidents) + "<div class=\"svgbox\">"
-                  + timeline(s.incidents, s.bursts, analysis.related) + "</div>\n")
-        out.write("<h2>Incidents, most severe first</h2>\n")
-        for inc in s.incidents:
-            out.write(_incident(analysis, inc))
-    elif not s.findings:
-        out.write("<h2>No LLM-DataDist status codes found.</h2>\n")
+              f"<title>ddtriage report</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head>"
+              "<body class=\"ddt\">\n")
+    out.write(_header(analysis) + "<main>\n<pre id=\"js-errors\" data-count=\"0\"></pre>\n")
+    out.write(_diagnosis(analysis, s.incidents))
     out.write(_related_table(analysis.related))
     out.write(_findings_table(analysis))
     out.write("</main></body></html>\n")
+
+
+SCREEN_INCIDENTS = 3  # incident cards on the notebook view's first screen
+SCREEN_FINDINGS = 10  # folded findings rows on it
+
+
+def first_screen(analysis: Analysis) -> str:
+    """The first screen of the report, as a fragment for a notebook (`Analysis._repr_html_`): the
+    header, the timeline, the first incidents and the first findings rows, with the page's own
+    (scoped) style and no script; the rest is a count that points to the frames."""
+    s = analysis.summary
+    shown = s.incidents[:SCREEN_INCIDENTS]
+    more = len(s.incidents) - len(shown)
+    tail = (f'<p class="none">{plural(more, "more incident")}: <code>result.frame("incidents")</code>, '
+            "or the HTML report.</p>\n") if more else ""
+    return (f'<div class="ddt"><style>{_STYLE}</style>' + _header(analysis) + "<main>\n"
+            + _diagnosis(analysis, shown, s.incidents) + tail
+            + _findings_table(analysis, SCREEN_FINDINGS, 'result.frame("findings")') + "</main></div>")
+
+
+def _header(analysis: Analysis) -> str:
+    s = analysis.summary
+    chips = [plural(s.findings, "finding"), f"{s.unrecoverable} not known recoverable",
+             plural(len(s.incidents), "incident"), plural(len(analysis.related), "related error"),
+             plural(len(s.nodes), "node")]
+    return (f"<header><h1>ddtriage report</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
+            + "".join(f"<span>{_e(c)}</span>" for c in chips) + "</div></header>")
+
+
+def _diagnosis(analysis: Analysis, cards: Sequence[Incident], timed: Sequence[Incident] | None = None) -> str:
+    """The timeline of `timed` (default: `cards`) and the cards of `cards`, or the no-codes line."""
+    s = analysis.summary
+    timed = cards if timed is None else timed
+    if timed:
+        return ("<h2>Timeline</h2>\n" + _legend(timed) + "<div class=\"svgbox\">"
+                + timeline(timed, s.bursts, analysis.related) + "</div>\n"
+                "<h2>Incidents, most severe first</h2>\n" + "".join(_incident(analysis, inc) for inc in cards))
+    return "" if s.findings else "<h2>No LLM-DataDist status codes found.</h2>\n"
 
 
 def _legend(incidents: Sequence[Incident]) -> str:
@@ -188,18 +218,19 @@ def _incident(analysis: Analysis, inc: Incident) -> str:
 Cell = tuple[str, str | None]  # (HTML of the cell, the value it sorts by when not its text)
 
 
-def _table(title: str, head: list[str], rows: list[list[Cell]], more: int) -> str:
+def _table(title: str, head: list[str], rows: list[list[Cell]], more: int, where: str = "--format json",
+           sortable: bool = True) -> str:
     out = [f"<h2>{_e(title)}</h2>"]
     if not rows:
         return out[0] + '<p class="none">None.</p>\n'
-    out.append('<table class="sortable"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-               + "</tr></thead><tbody>")
+    out.append(f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>'
+               + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>")
     for row in rows:
         out.append("<tr>" + "".join(f'<td data-v="{_e(v)}">{cell}</td>' if v is not None else f"<td>{cell}</td>"
                                     for cell, v in row) + "</tr>")
     out.append("</tbody></table>")
     if more:
-        out.append(f'<p class="none">{more} more rows: see --format json.</p>')
+        out.append(f'<p class="none">{more} more rows: see {_e(where)}.</p>')
     return "".join(out) + "\n"
 
 
@@ -211,13 +242,13 @@ def _related_table(related: Sequence[RelatedEvent]) -> str:
                   ["where", "node", "time", "family", "code", "meaning"], rows, max(0, len(related) - MAX_ROWS))
 
 
-def _findings_table(analysis: Analysis) -> str:
+def _findings_table(analysis: Analysis, limit: int = MAX_ROWS, where: str = "--format json") -> str:
     folded = analysis.summary.folded
     rows: list[list[Cell]] = [[(f"<code>{_e(r.first_source)}:{r.first_line}</code>", None), (_e(r.node or ""), None),
              (_e(r.first_seen or ""), None), (_e(r.name or r.code), None), (_e(r.api or "-"), None),
              (f'<span class="action" style="background:{COLOURS.get(r.action, "#5c677d")}">{_e(r.action)}</span>',
               r.action), (str(r.count), str(r.count))]
-            for r in folded[:MAX_ROWS]]
+            for r in folded[:limit]]
     return _table("Findings (repeats folded by fingerprint and node)",
                   ["where", "node", "first seen", "code", "API", "action", "count"], rows,
-                  max(0, len(folded) - MAX_ROWS))
+                  max(0, len(folded) - limit), where, sortable=limit == MAX_ROWS)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core.serial import COLUMNS, PARQUET_METADATA_KEY, REPORT_VERSION, load_pyarrow, value
+from ..core.serial import PARQUET_METADATA_KEY, REPORT_VERSION, arrow_schema, column_batch, load_pyarrow
 
 if TYPE_CHECKING:
+    from ..core.records import Finding
     from ..run.analysis import Analysis
 
 name = "parquet"
@@ -29,14 +30,8 @@ ROW_GROUP = 2048  # findings per row group: bounded memory (pyarrow and pandas a
 
 
 def schema() -> Any:
-    """The Arrow schema of a findings file."""
-    pa = load_pyarrow()
-    text, flag, number = pa.string(), pa.bool_(), pa.int64()
-    cause = pa.struct([("line", number), ("family", text), ("code", text), ("meaning", text)])
-    types = {"recoverable": flag, "line": number, "api_line": number, "known": flag, "generic": flag,
-             "in_cluster_results": flag, "references": pa.list_(text),
-             "causes": pa.list_(cause), "link": pa.map_(text, text)}
-    return pa.schema([(c, types.get(c, text)) for c in COLUMNS])
+    """The Arrow schema of a findings file (`core.serial.arrow_schema`)."""
+    return arrow_schema()
 
 
 def write(analysis: Analysis, out: BinaryIO) -> None:
@@ -47,18 +42,15 @@ def write(analysis: Analysis, out: BinaryIO) -> None:
             "links": [facts.to_dict(node) for node, facts in analysis.links.items()]}
     target = schema().with_metadata({PARQUET_METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
-        batch: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-        rows = 0
+        rows: list[Finding] = []
         texts = analysis.rule_texts
         for f in analysis.findings:
-            for column, cells in batch.items():
-                cells.append(value(f, column, texts))
-            rows += 1
-            if rows == ROW_GROUP:
-                writer.write_table(pa.table(batch, schema=target))
-                batch, rows = {c: [] for c in COLUMNS}, 0
+            rows.append(f)
+            if len(rows) == ROW_GROUP:
+                writer.write_table(pa.table(column_batch(rows, texts), schema=target))
+                rows = []
         if rows or not len(analysis.findings):
-            writer.write_table(pa.table(batch, schema=target))
+            writer.write_table(pa.table(column_batch(rows, texts), schema=target))
 
 
 def dump(data: bytes) -> str:

@@ -78,3 +78,19 @@ def test_parquet_to_a_terminal_is_refused_and_no_findings_is_an_empty_table(tmp_
     out = tmp_path / "none.parquet"
     run("scan", str(empty), "-q", "--format", "parquet", "-o", str(out))
     assert pq.read_table(out).num_rows == 0 and pq.read_table(out).schema.names[:3] == ["bundle", "node", "pod"]
+
+
+def test_column_batch_is_value_of_every_finding_column_by_column():
+    """`column_batch` (the Parquet writer's and the findings frame's row groups) is `value`, transposed."""
+    from pathlib import Path
+
+    from analyzer import analyze
+    from analyzer.core.serial import COLUMNS, column_batch, value
+
+    with analyze([str(Path(__file__).resolve().parents[2] / "sample_logs")], jobs=1) as result:
+        found, texts = list(result.findings), result.rule_texts
+    cells = column_batch(found, texts)
+    assert list(cells) == list(COLUMNS)
+    assert cells == {c: [value(f, c, texts) for f in found] for c in COLUMNS}
+    assert any(cells["causes"]) and any(cells["link"]) and any(cells["references"])
+    assert column_batch([], texts) == {c: [] for c in COLUMNS}

@@ -95,3 +95,35 @@ def test_every_log_text_is_escaped(tmp_path):
     dom = run_browser(page, tmp_path, "--dump-dom", "--virtual-time-budget=2000").stdout
     assert "data-pwned" not in dom.split("<body", 1)[1].split(">", 1)[0]
     assert 'data-ready="1"' in dom
+
+
+def test_notebook_view_renders_in_the_browser_and_keeps_its_style_to_itself(tmp_path):
+    """`Analysis._repr_html_` (issue #21) inside a page standing in for a notebook: it renders its
+    header, timeline and incidents, and its style restyles nothing outside its own <div>."""
+    from analyzer import analyze
+
+    with analyze([str(ROOT / "sample_logs")], jobs=1) as result:
+        view = result._repr_html_()
+    probe = """<script>window.addEventListener('load',function(){var s=getComputedStyle(document.body),
+h=getComputedStyle(document.getElementById('outside')),v=document.querySelector('.ddt');
+document.body.setAttribute('data-margin',s.marginTop);document.body.setAttribute('data-bg',s.backgroundColor);
+document.body.setAttribute('data-h2',h.fontSize);document.body.setAttribute('data-view-h',String(v.offsetHeight));
+document.body.setAttribute('data-svg',String(v.querySelector('svg').getBoundingClientRect().width));});</script>"""
+    page = tmp_path / "notebook.html"
+    page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'>" + probe + "</head><body>"
+                    "<h2 id='outside'>a notebook's own heading</h2><div class='output'>" + view + "</div>"
+                    "</body></html>", encoding="utf-8")
+    dom = run_browser(page, tmp_path, "--dump-dom", "--virtual-time-budget=2000")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = re.search(r"<body([^>]*)>", dom.stdout).group(1)
+    attrs = dict(re.findall(r'data-([\w-]+)="([^"]*)"', body))
+    assert attrs["margin"] == "8px" and attrs["bg"] == "rgba(0, 0, 0, 0)"  # the page's body as it was
+    assert attrs["h2"] == "24px"  # a heading outside the view keeps the browser's size (the view's are 18px)
+    assert int(attrs["view-h"]) > 800 and float(attrs["svg"]) == 1100  # the view is laid out, timeline and all
+    for shown in ("Incident 1", "lead: socket 111", "Incidents, most severe first", "2 more incidents",
+                  "Findings (repeats folded"):
+        assert shown in dom.stdout, shown
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "notebook_view.png"
+    taken = run_browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,1800")
+    assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
