@@ -127,7 +127,7 @@ def test_incident_state_is_a_column_when_the_record_has_one(reports):
 
     summary = replace(result.summary, incidents=tuple(WithState(i, "recovered" if i.id % 2 else "ongoing")
                                                       for i in incidents))
-    df = frames_module.frames(["incidents"], [], summary, result.related, result.links)["incidents"]
+    df = frames_module.frames(["incidents"], [], summary, result.related, result.links, result.rule_texts)["incidents"]
     assert list(df["state"]) == ["recovered", "ongoing", "recovered", "ongoing", "recovered"]
     assert isinstance(df["state"].dtype, pd.CategoricalDtype)
 
