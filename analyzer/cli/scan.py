@@ -28,6 +28,7 @@ from .base import (
     Zone,
     cli,
     fail,
+    lang_option,
     load_rules,
     quiet_broken_pipe,
     rules_option,
@@ -90,6 +91,7 @@ from .outputs import Output, resolve_outputs
               "(default: the first rows of each, most severe first, about 200 lines in all).")
 @click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
               "terminal through $PAGER, else less -FRX, as git does).")
+@lang_option
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -97,7 +99,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, full: bool, no_pager: bool,
+         around: int, color: str, full: bool, no_pager: bool, lang: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -136,7 +138,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
                           follow=follow)
         show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
-        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs or cpus,
+        analysis = analyze(targets, rules=load_rules(rules_dirs, lang), options=options, jobs=jobs or cpus,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))
