@@ -68,7 +68,8 @@ def wrap(text: str, width: int, indent: str = "", rest: str | None = None) -> li
         lines = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=rest,
                               break_long_words=False, break_on_hyphens=False) or [indent]
         return [clip(line, width).replace(NBSP, " ") for line in lines]
-    out, line = [], indent
+    lead = text[:len(text) - len(text.lstrip())]  # ` 1. ...`: the first line keeps its leading spaces
+    out, line = [], indent + lead
     for unit in _UNITS.findall(" ".join(text.split())):
         if unit.isspace():
             if line.strip():
