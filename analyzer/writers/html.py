@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from ..knowledge.messages import language, t
 from . import safe
-from .common import context_lines, inputs_line, plural, span_of
+from .common import context_lines, inputs_line, plural, span_of, version_rows
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -33,7 +34,8 @@ COLOURS = {"free-memory": "#d7263d", "check-network": "#7b2cbf", "relink": "#f49
 LANE, LEFT, WIDTH = 26, 190, 1100  # timeline geometry (px)
 
 _STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC","Noto Sans SC","PingFang SC",
+"Microsoft YaHei",sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:22px}
 header p{margin:0;color:#c8ccd6}.chips span{display:inline-block;margin:8px 8px 0 0;padding:3px 10px;
 border-radius:12px;background:#2e3648;font-size:13px}main{padding:20px 28px;max-width:1240px}
@@ -78,27 +80,34 @@ def _seconds(ts: str | None) -> float | None:
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
+    with language(analysis.rules.lang):
+        _write(analysis, out)
+
+
+def _write(analysis: Analysis, out: TextIO) -> None:
     s = analysis.summary
-    out.write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    html_lang = "zh-CN" if analysis.rules.lang == "zh" else "en"
+    out.write(f"<!DOCTYPE html>\n<html lang=\"{html_lang}\"><head><meta charset=\"utf-8\">"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
               "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-              f"<title>ddtriage report</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>\n")
-    chips = [plural(s.findings, "finding"), f"{s.unrecoverable} not known recoverable",
+              f"<title>{_e(t('h_title'))}</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head><body>\n")
+    chips = [plural(s.findings, "finding"), t("h_not_recoverable_chip", n=s.unrecoverable),
              plural(len(s.incidents), "incident"), plural(len(analysis.related), "related error"),
              plural(len(s.nodes), "node")]
-    out.write(f"<header><h1>ddtriage report</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
+    out.write(f"<header><h1>{_e(t('h_title'))}</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
               + "".join(f"<span>{_e(c)}</span>" for c in chips) + "</div></header><main>\n"
               "<pre id=\"js-errors\" data-count=\"0\"></pre>\n")
     if s.incidents:
-        out.write("<h2>Timeline</h2>\n" + _legend(s.incidents) + "<div class=\"svgbox\">"
+        out.write(f"<h2>{_e(t('h_timeline'))}</h2>\n" + _legend(s.incidents) + "<div class=\"svgbox\">"
                   + timeline(s.incidents, s.bursts, analysis.related) + "</div>\n")
-        out.write("<h2>Incidents, most severe first</h2>\n")
+        out.write(f"<h2>{_e(t('h_incidents'))}</h2>\n")
         for inc in s.incidents:
             out.write(_incident(analysis, inc))
     elif not s.findings:
-        out.write("<h2>No LLM-DataDist status codes found.</h2>\n")
+        out.write(f"<h2>{_e(t('no_findings'))}</h2>\n")
     out.write(_related_table(analysis.related))
+    out.write(_versions_table(analysis))
     out.write(_findings_table(analysis))
     out.write("</main></body></html>\n")
 
@@ -107,8 +116,8 @@ def _legend(incidents: Sequence[Incident]) -> str:
     words = sorted({i.action_word for i in incidents})
     return ("<div class=\"legend\">" + "".join(
         f"<span><i style=\"background:{COLOURS.get(w, '#5c677d')}\"></i>{_e(w)}</span>" for w in words)
-        + "<span><i style=\"background:#fff;border:2px solid #1d2330\"></i>lead</span>"
-        "<span>● LLM-DataDist burst &nbsp; ◆ related error</span></div>\n")
+        + f"<span><i style=\"background:#fff;border:2px solid #1d2330\"></i>{_e(t('h_lead_legend'))}</span>"
+        f"<span>{t('h_marks_legend')}</span></div>\n")
 
 
 def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Sequence[RelatedEvent]) -> str:
@@ -127,7 +136,7 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
             at = LEFT + 10 + ((t if t is not None else t0) - t0) / span * (WIDTH - LEFT - 40)
             return min(max(at, LEFT + 6), WIDTH - 26)  # a whole-second stamp may sit just outside
 
-        parts.append(f'<text x="8" y="{y + 14}" font-weight="700" font-size="13">Incident {inc.id}</text>'
+        parts.append(f'<text x="8" y="{y + 14}" font-weight="700" font-size="13">{_e(t("h_incident", n=inc.id))}</text>'
                      f'<text x="{LEFT + 10}" y="{y + 14}" font-size="12" fill="#5c677d">'
                      f'{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}</text>')
         y += 22
@@ -170,16 +179,16 @@ def _incident(analysis: Analysis, inc: Incident) -> str:
     lead = inc.lead
     colour = COLOURS.get(inc.action_word, "#5c677d")
     shown = context_lines(analysis, lead.source, lead.line)
-    lines = "".join(f'<span class="lead">{_e(f"{n:>6}  {t}")}</span>' if n == lead.line
-                    else _e(f"{n:>6}  {t}") + "\n" for n, t in shown) if shown \
+    lines = "".join(f'<span class="lead">{_e(f"{n:>6}  {text}")}</span>' if n == lead.line
+                    else _e(f"{n:>6}  {text}") + "\n" for n, text in shown) if shown \
         else f'<span class="lead">{_e(lead.text)}</span>'
     return (f'<div class="card" id="incident-{inc.id}" style="border-left-color:{colour}">'
             f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))}</h3>'
             f'<div class="meta">{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}'
-            f'{" · not recoverable by itself" if inc.severe else ""}</div>'
+            f'{_e(t("h_severe")) if inc.severe else ""}</div>'
             f'<p class="story">{_e(inc.story)}</p>'
-            f'<div class="meta">lead: <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) on '
-            f'{_e(lead.node or "(no node)")}, <code>{_e(lead.source)}:{lead.line}</code></div>'
+            f'<div class="meta">{_e(t("h_lead"))} <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) '
+            f'{_e(t("h_on"))} {_e(lead.node or t("h_no_node"))}, <code>{_e(lead.source)}:{lead.line}</code></div>'
             f'<pre>{lines}</pre>'
             f'<p><span class="action" style="background:{colour}">{_e(inc.action_word)}</span>{_e(inc.action)}</p>'
             "</div>\n")
@@ -191,7 +200,7 @@ Cell = tuple[str, str | None]  # (HTML of the cell, the value it sorts by when n
 def _table(title: str, head: list[str], rows: list[list[Cell]], more: int) -> str:
     out = [f"<h2>{_e(title)}</h2>"]
     if not rows:
-        return out[0] + '<p class="none">None.</p>\n'
+        return out[0] + f'<p class="none">{_e(t("h_none"))}</p>\n'
     out.append('<table class="sortable"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
                + "</tr></thead><tbody>")
     for row in rows:
@@ -199,7 +208,7 @@ def _table(title: str, head: list[str], rows: list[list[Cell]], more: int) -> st
                                     for cell, v in row) + "</tr>")
     out.append("</tbody></table>")
     if more:
-        out.append(f'<p class="none">{more} more rows: see --format json.</p>')
+        out.append(f'<p class="none">{_e(t("h_more_rows", n=more))}</p>')
     return "".join(out) + "\n"
 
 
@@ -207,8 +216,18 @@ def _related_table(related: Sequence[RelatedEvent]) -> str:
     rows: list[list[Cell]] = [[(f"<code>{_e(e.source)}:{e.line}</code>", None), (_e(e.node or ""), None),
              (_e(e.timestamp or ""), None), (_e(e.family), None), (_e(e.code), None), (_e(e.meaning), None)]
             for e in related[:MAX_ROWS]]
-    return _table("Related errors (runtime, HCCL, socket, CANN, HIXL, torch_npu, MindIE)",
-                  ["where", "node", "time", "family", "code", "meaning"], rows, max(0, len(related) - MAX_ROWS))
+    return _table(t("h_related"), [t(f"h_col_{c}") for c in ("where", "node", "time", "family", "code", "meaning")],
+                  rows, max(0, len(related) - MAX_ROWS))
+
+
+def _versions_table(analysis: Analysis) -> str:
+    """Each node's CANN, driver, llm_datadist, HIXL and framework versions (none: no table)."""
+    found = version_rows(analysis)
+    if not found:
+        return ""
+    rows: list[list[Cell]] = [[(_e(node), None), (_e(", ".join(f"{k} {v}" for k, v in versions)), None)]
+                              for node, versions in found]
+    return _table(t("h_versions"), [t("h_col_node"), t("h_col_versions")], rows, 0)
 
 
 def _findings_table(analysis: Analysis) -> str:
@@ -218,6 +237,6 @@ def _findings_table(analysis: Analysis) -> str:
              (f'<span class="action" style="background:{COLOURS.get(r.action, "#5c677d")}">{_e(r.action)}</span>',
               r.action), (str(r.count), str(r.count))]
             for r in folded[:MAX_ROWS]]
-    return _table("Findings (repeats folded by fingerprint and node)",
-                  ["where", "node", "first seen", "code", "API", "action", "count"], rows,
+    return _table(t("h_findings"), [t(f"h_col_{c}") for c in ("where", "node", "first_seen", "code", "api", "action",
+                                                              "count")], rows,
                   max(0, len(folded) - MAX_ROWS))
