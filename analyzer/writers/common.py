@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.progress import human_bytes
 from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
-from ..knowledge.messages import current, noun, t
+from ..knowledge.messages import action_label, current, noun, t
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -120,6 +120,11 @@ def describe_api(api: str | None, evidence: str | None, api_line: int | None = N
     if api_line is not None:
         where += f" {api_line}"
     return t("from_api", api=api, where=where)
+
+
+def action_words(action: str) -> str:
+    """An action id as a report shows it: the id in English; its words and the id in Chinese."""
+    return action if current() == "en" else f"{action_label(action)}（{action}）"
 
 
 def recoverable_word(value: bool | None) -> str:

@@ -44,6 +44,7 @@ from ..diagnose.incidents import NO_NODE
 from ..knowledge.messages import current, language, t
 from . import safe
 from .common import (
+    action_words,
     Style,
     context_lines,
     describe_api,
@@ -241,7 +242,7 @@ def _burst(n: int, burst: Burst, width: int = WIDTH, full: bool = False) -> list
                  width)
     if burst.causes:
         out += _wrap(t("likely_cause", causes=describe_causes(burst.causes)), "    ", width)
-    out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ", width)
+    out += _wrap(f"-> {action_words(lead.action)} [{lead.rule}]", "    ", width)
     out += _wrap(lead.remedy, "       ", width)
     extras = describe_burst_extras(burst, None if full else MAX_ALSO)
     if extras:
@@ -359,7 +360,7 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
     out = _wrap(t("incident_short", head=head, span=span_of(inc.start, inc.end), findings=plural(inc.findings, "finding"),
-                  action=inc.action_word, what=what, where=place(lead.source, lead.line, width - 4, lead.node)),
+                  action=action_words(inc.action_word), what=what, where=place(lead.source, lead.line, width - 4, lead.node)),
                 "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
@@ -385,7 +386,7 @@ def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, ful
             out.append("          " + (st.lead(_clip(line, width - 10)) if n == lead.line else _clip(line, width - 10)))
     else:
         out.append("          " + st.lead(around(lead.text.strip(), lead.code, width - 10)))
-    said = _wrap(f"{inc.action_word}: {inc.action}", "    ->    ", width, rest="          ")
+    said = _wrap(f"{action_words(inc.action_word)}: {inc.action}", "    ->    ", width, rest="          ")
     said[0] = said[0].replace(inc.action_word, st.action(inc.action_word), 1)
     return out + said
 
