@@ -148,7 +148,7 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
             b = bursts[i]
             ly = lanes.get(b.node or "(no node)", y)
             a, z = x(_seconds(b.first_seen)), x(_seconds(b.last_seen))
-            title = _e(f"{b.lead.name or b.lead.code} from {b.lead.api or '?'} · {b.source}:{b.first_line} · "
+            title = _e(f"{b.lead.name or b.lead.code}{t('h_from', api=b.lead.api or '?')} · {b.source}:{b.first_line} · "
                        f"{plural(b.findings, 'finding')}")
             if z - a > 6:
                 parts.append(f'<rect x="{a:.1f}" y="{ly + 5}" width="{z - a:.1f}" height="{LANE - 16}" rx="5" '
@@ -166,10 +166,10 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
         ly = lanes.get(lead.node or "(no node)", y)
         lx, cy = x(_seconds(lead.timestamp)), ly + (LANE - 6) / 2
         parts.append(f'<circle cx="{lx:.1f}" cy="{cy}" r="10" fill="none" stroke="#1d2330" stroke-width="2.5">'
-                     f'<title>{_e("lead: " + lead.family + " " + lead.code)}</title></circle>'
+                     f'<title>{_e(t("h_lead") + " " + lead.family + " " + lead.code)}</title></circle>'
                      f'<text x="{min(lx + 14, WIDTH - 150):.1f}" y="{cy + 4:.1f}" font-size="11.5" '
                      f'font-weight="700" stroke="#fff" stroke-width="3" paint-order="stroke">'
-                     f'lead: {_e(lead.family)} {_e(lead.code)}</text>')
+                     f'{_e(t("h_lead"))} {_e(lead.family)} {_e(lead.code)}</text>')
         y += len(lanes) * LANE + 14
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y}" viewBox="0 0 {WIDTH} {y}" '
             f'role="img" aria-label="timeline of the incidents">' + "".join(parts) + "</svg>")
