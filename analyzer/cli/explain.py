@@ -36,7 +36,7 @@ def explain(code: str, fmt: str, lang: str | None, rules_dirs: tuple[Path, ...])
 
 def _show(info: dict) -> None:
     """`explain`'s text: the code, its meaning, the documentation's words and every remedy."""
-    from ..knowledge.messages import action_label, t
+    from ..knowledge.messages import t
 
     if "family" in info:
         click.echo(f"{info['family']} {info['code']}  {info['family_name']} ({info['level']})")

@@ -66,7 +66,7 @@ class Engine:
     resolver: ApiResolver = field(init=False)
     prefilter: Prefilter = field(init=False)
     # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
-    _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
+    _rule_memo: dict[tuple[int, str | None, bool, Versions], RuleMatch] = field(init=False, default_factory=dict)
     _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with prefilter patterns
 
     def __post_init__(self) -> None:

@@ -83,7 +83,9 @@ def _short_list(items: list[str], most: int = 3) -> str:
 
 def _what(lead: IncidentLead) -> str:
     if lead.family == "llm-datadist":
-        return t("story_got_from", meaning=lead.meaning, api=lead.api) if lead.api else t("story_got", meaning=lead.meaning)
+        if lead.api:
+            return t("story_got_from", meaning=lead.meaning, api=lead.api)
+        return t("story_got", meaning=lead.meaning)
     return t("story_logged", meaning=lead.meaning, family=lead.family, code=lead.code)
 
 
@@ -245,8 +247,11 @@ def shown_action(action: str) -> str:
     return action if current() == "en" else f"{action_label(action)}（{action}）"
 
 
+MISMATCH_KINDS = ("cann", "hixl", "llm_datadist", "driver")  # versions the two sides of a link must share
+
+
 def version_mismatch(nodes: Sequence[str | None], facts: dict[str | None, NodeFacts],
-                     kinds: Sequence[str] = ("cann", "hixl", "llm_datadist", "driver")) -> tuple[str, list[tuple[str, str]]] | None:
+                     kinds: Sequence[str] = MISMATCH_KINDS) -> tuple[str, list[tuple[str, str]]] | None:
     """(kind, [(node, version)]) when the nodes of an incident each name one version of a kind and
     they differ (the first such kind), else None: the two sides of a link on different releases."""
     for kind in kinds:

@@ -327,7 +327,7 @@ def _docs(raw: object, here: str, lang: str, missing: list[str] | None) -> tuple
 
 def _follow(entry: dict[str, Any], here: str) -> str | None:
     follow = entry.get("docs_follow")
-    _require(follow is None or (follow in BINDINGS and entry.get("docs")), here,
+    _require(follow is None or (follow in BINDINGS and bool(entry.get("docs"))), here,
              "`docs_follow` must name a binding of `docs` (cpp or python)")
     return follow
 

@@ -17,7 +17,18 @@ from typing import Any
 import regex
 
 from ..core.errors import RuleError
-from .catalog import ACTIONS, BINDINGS, BUILTIN_RULES_DIR, LANGS, ApiTable, Catalog, Code, format_code, localized, read_yaml
+from .catalog import (
+    ACTIONS,
+    BINDINGS,
+    BUILTIN_RULES_DIR,
+    LANGS,
+    ApiTable,
+    Catalog,
+    Code,
+    format_code,
+    localized,
+    read_yaml,
+)
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
 from .linkfacts import LinkFactMatcher

@@ -148,8 +148,8 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
             b = bursts[i]
             ly = lanes.get(b.node or "(no node)", y)
             a, z = x(_seconds(b.first_seen)), x(_seconds(b.last_seen))
-            title = _e(f"{b.lead.name or b.lead.code}{t('h_from', api=b.lead.api or '?')} · {b.source}:{b.first_line} · "
-                       f"{plural(b.findings, 'finding')}")
+            title = _e(f"{b.lead.name or b.lead.code}{t('h_from', api=b.lead.api or '?')} · "
+                       f"{b.source}:{b.first_line} · {plural(b.findings, 'finding')}")
             if z - a > 6:
                 parts.append(f'<rect x="{a:.1f}" y="{ly + 5}" width="{z - a:.1f}" height="{LANE - 16}" rx="5" '
                              f'fill="{colour}" fill-opacity="0.75"><title>{title}</title></rect>')

@@ -54,10 +54,11 @@ def clip(text: str, width: int) -> str:
 
 # A unit of CJK prose that a line may break after: one wide character and the punctuation after it
 # (a line never starts with `，` or `）`), or a run of other non-space characters (a word, a code).
-_UNITS = re.compile(r"\s+|[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f][，。；：、）」』！？%]*|[^\s\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+[，。；：、）」』！？]*")
+_WIDE_CHARS = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
+_UNITS = re.compile(rf"\s+|[{_WIDE_CHARS}][，。；：、）」』！？%]*|[^\s{_WIDE_CHARS}]+[，。；：、）」』！？]*")
 
 
-_WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+_WIDE = re.compile(f"[{_WIDE_CHARS}]")
 
 
 def wrap(text: str, width: int, indent: str = "", rest: str | None = None) -> list[str]:

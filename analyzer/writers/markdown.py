@@ -166,7 +166,8 @@ def _render(analysis: Analysis) -> str:
     limit = _limit(analysis, "codes")
     codes = sorted(s.codes, key=lambda r: r.name == "LLM_FAILED")  # the generic echo after the specific codes
     for r in codes[:limit]:
-        out.append(f"| {r.count} | {r.code} | {_cell(r.name or t('unknown_short', code='').strip())} | {_cell(r.api or '-')} | "
+        unknown = t("unknown_short", code="").strip()
+        out.append(f"| {r.count} | {r.code} | {_cell(r.name or unknown)} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
     out += _more(len(s.codes) - len(s.codes[:limit]), "more rows")

@@ -44,8 +44,8 @@ from ..diagnose.incidents import NO_NODE
 from ..knowledge.messages import current, language, t
 from . import safe
 from .common import (
-    action_words,
     Style,
+    action_words,
     context_lines,
     describe_api,
     describe_burst_extras,
@@ -83,7 +83,7 @@ BUDGET = {"incidents": 48, "recurring": 12, "related": 10, "diagnosis": 34, "inp
 GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
 MAX_NODES = 3  # nodes named in an incident's heading
 MAX_ALSO = 4  # other codes of a burst named (the rest are counted)
-KINDS = ("host", "device", "application")  # the kinds of log a node row counts (layout)
+LOG_KINDS = ("host", "device", "application")  # the kinds of log a node row counts (layout)
 FULL_INCIDENTS = 3  # incidents told in full (story, lead, action) while they fit; the others in two lines
 
 
@@ -168,7 +168,7 @@ def _by_node(s: Summary, width: int, full: bool) -> list[str]:
     rows = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
     blocks = []
     for node in rows[:_budget("nodes", full)]:
-        kinds = t("list_join").join(plural(n, "kind_" + k) if k in KINDS and current() != "en"
+        kinds = t("list_join").join(plural(n, "kind_" + k) if k in LOG_KINDS and current() != "en"
                                    else f"{n:,} {k}" for k, n in node.kinds)
         name = node.node or node_label(None, node.sources[0] if node.sources else None, node.more_sources)
         blocks.append(_wrap(t("by_node_row", name=name, findings=plural(node.findings, "finding"),
@@ -359,9 +359,9 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     head = f"{inc.id:>2}. {incident_nodes(inc)}"
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
-    out = _wrap(t("incident_short", head=head, span=span_of(inc.start, inc.end), findings=plural(inc.findings, "finding"),
-                  action=action_words(inc.action_word), what=what, where=place(lead.source, lead.line, width - 4, lead.node)),
-                "", width, rest="    ")
+    out = _wrap(t("incident_short", head=head, span=span_of(inc.start, inc.end),
+                  findings=plural(inc.findings, "finding"), action=action_words(inc.action_word), what=what,
+                  where=place(lead.source, lead.line, width - 4, lead.node)), "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     return out
@@ -370,8 +370,8 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
 def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
     head = f"{inc.id:>2}. " + incident_nodes(inc, full)
-    out = _wrap(t("incident_head", head=head, span=span_of(inc.start, inc.end), findings=plural(inc.findings, "finding")),
-                "", width, rest="    ")
+    out = _wrap(t("incident_head", head=head, span=span_of(inc.start, inc.end),
+                  findings=plural(inc.findings, "finding")), "", width, rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     out += _wrap(inc.story, "    ", width)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from analyzer.knowledge.messages import action_label, check_messages, lang_from_env, language, noun, t
 from analyzer.knowledge.catalog import ACTIONS
+from analyzer.knowledge.messages import action_label, check_messages, lang_from_env, language, noun, t
 
 
 @pytest.mark.parametrize("env,lang", [
