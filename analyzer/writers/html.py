@@ -107,8 +107,8 @@ def _write(analysis: Analysis, out: TextIO) -> None:
     elif not s.findings:
         out.write(f"<h2>{_e(t('no_findings'))}</h2>\n")
     out.write(_related_table(analysis.related))
-    out.write(_versions_table(analysis))
     out.write(_findings_table(analysis))
+    out.write(_versions_table(analysis))
     out.write("</main></body></html>\n")
 
 
