@@ -12,7 +12,6 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS, is_binary, write_report
-from ..writers.common import plural
 
 if TYPE_CHECKING:
     from ..inputs import Selection
@@ -31,6 +30,7 @@ from .base import (
     lang_option,
     load_rules,
     quiet_broken_pipe,
+    resolve_lang,
     rules_option,
     warn,
 )
@@ -108,22 +108,24 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     from ..core.progress import Progress, ProgressBar
     from ..core.times import window_bound
     from ..inputs import Limits, default_paths, printable
+    from ..knowledge.messages import t
     from ..run.api import Options, analyze
     from ..run.parallel import cpu_count
 
+    lang = resolve_lang(lang)
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:
-        fail("--since is later than --until")
+        fail(t("err_since_until", lang))
     reports = resolve_outputs(fmt, outputs)
     files = tuple(r.path for r in reports if r.path != "-") + tuple(
         p for p in (baseline, write_baseline, suppressions) if p)  # never scan our own files
     if any(r.path == "-" for r in reports) and isinstance(sys.stdout, ClosedStream):
-        fail("standard output is closed; write the report with --output FILE")
+        fail(t("err_stdout_closed", lang))
     selection = _selection(include, exclude, hidden)
     cpus = cpu_count()
     if jobs and jobs > cpus and not dask_address:
         if not quiet:
-            warn("note", f"--jobs {jobs} is more than the {cpus} CPUs this process may use; using {cpus}")
+            warn("note", t("note_jobs", lang, jobs=jobs, cpus=cpus))
         jobs = cpus
     try:
         targets = list(paths) or default_paths()
@@ -153,9 +155,10 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         warn("note", f"{noted['source']}: {noted['note']}")
     if not analysis.inputs.files and not usage_error and not allow_empty:
         left_out = analysis.inputs.excluded
-        fail("nothing was scanned: no log file was read"
-             + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
-                if left_out else "") + "; check the paths and globs, or pass --allow-empty")
+        from ..knowledge.messages import noun
+
+        fail(t("err_nothing_scanned", lang, left_out=t("err_left_out", lang, n=noun(left_out, "excluded", lang))
+                                                       if left_out else ""))
     analysis = _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     if around:
         from ..run.readback import context_of

@@ -299,6 +299,9 @@ def _by_bundle(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
 
 _TITLES = ("Incidents:", "Related errors", "Diagnosis:", "By node", "Codes by API", "Findings", "Recurring",
            "Storm:", "No LLM-DataDist", "By bundle", "Inputs")
+_ZH_TITLES = ("incidents_title", "related_title", "diagnosis_title", "by_node_title", "codes_title",
+              "findings_title_folded", "findings_title", "no_findings", "by_bundle_title", "inputs_title",
+              "versions_title", "recurring_title")  # the same sections' titles in Chinese (their fixed start)
 _HEAD = re.compile(r"^( ?\d+)\. ")
 
 
@@ -306,10 +309,12 @@ def paint(lines: list[str], incidents: Sequence[Incident], st: Style) -> list[st
     """Colour for a terminal, added to the finished (already safe) lines: section titles, each
     incident's heading in its action's colour, its lead line, and its action word."""
     actions = {str(i.id): i.action_word for i in incidents}
+    titles = _TITLES + tuple(t(key, "zh").split("{")[0] for key in _ZH_TITLES)
+    incidents_zh = t("incidents_title", "zh").split("{")[0]
     out, section, after_lead = [], "", False
     for line in lines:
-        if line.startswith(_TITLES):
-            section = line.split(":")[0]
+        if line.startswith(titles):
+            section = "Incidents" if line.startswith(incidents_zh) else line.split(":")[0]
             out.append(st.bold(line))
             continue
         head = _HEAD.match(line)
@@ -319,8 +324,8 @@ def paint(lines: list[str], incidents: Sequence[Incident], st: Style) -> list[st
                                                                             and not line.startswith(" " * 11))):
             out.append(st.lead(line))
         elif section == "Incidents" and line.startswith("    ->    "):
-            word = line[10:].split(":", 1)[0]
-            out.append(line.replace(word, st.action(word), 1))
+            word, _, action_id = line[10:].split(":", 1)[0].partition("（")  # Chinese: `检查网络（check-network）`
+            out.append(line.replace(word, st.head(word, action_id.rstrip("）") or word), 1))
         else:
             out.append(line)
         after_lead = line.startswith("    lead  ")
