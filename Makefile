@@ -8,7 +8,12 @@ CORE_SRC := core/pyproject.toml core/Cargo.toml core/Cargo.lock $(wildcard core/
 
 .PHONY: install demo test lint golden bench clean
 
+# A CJK font for the HTML report's Chinese in headless chromium (Debian's fonts-noto-cjk, beside the
+# chromium the browser tests use); checked on every install, so an existing .venv gets it too.
 install: $(STAMP) $(CORE_STAMP)
+	-@fc-list 2>/dev/null | grep -q "Noto Sans CJK" || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null; }; } || \
+	  echo "note: fonts-noto-cjk not installed; the CJK screenshot test will skip (apt-get install fonts-noto-cjk)"
 
 # The compiled core (core/, the `ddtriage-core` distribution; issue #17): pip builds it with maturin
 # (from PyPI) and cargo (crates from crates.io), in release mode. Optional: without cargo the note
@@ -30,6 +35,7 @@ $(STAMP): pyproject.toml
 	  echo "note: chromium not installed; the HTML browser test will skip (apt-get install chromium)"
 	touch $(STAMP)
 
+# The language follows the locale (LANG=zh_CN.UTF-8 make demo: the report in Chinese), or --lang.
 demo: install
 	$(BIN)/ddtriage scan sample_logs/ --fail-on never
 

@@ -57,13 +57,14 @@ def _html_view(analysis: Analysis) -> str:
 views.html_view = _html_view
 
 
-def load_rules(*dirs: str | os.PathLike[str]) -> RuleSet:
-    """Built-in rules plus any extra rule directories (later ones override earlier ones)."""
+def load_rules(*dirs: str | os.PathLike[str], lang: str = "en") -> RuleSet:
+    """Built-in rules plus any extra rule directories (later ones override earlier ones); their
+    text (meanings, remedies) in `lang`, en or zh."""
     from pathlib import Path
 
     from .knowledge.rules import RuleSet
 
-    return RuleSet.load([Path(d) for d in dirs])
+    return RuleSet.load([Path(d) for d in dirs], lang=lang)
 
 
 __all__ = [

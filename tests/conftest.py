@@ -10,6 +10,12 @@ from analyzer import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The report's language follows the locale (zh for zh_*): the suite's expected texts are English, so a
+# Chinese desktop's locale must not reach them; tests of the Chinese reports set it themselves.
+for _name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+    if os.environ.get(_name, "").lower().startswith("zh"):
+        os.environ[_name] = "C.UTF-8"
+
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/* from sample_logs/")

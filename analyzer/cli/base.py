@@ -31,9 +31,29 @@ rules_option = click.option(
     help="Extra rules directory (repeatable); its rules add to or override the built-in ones.")
 
 
-def load_rules(rules_dirs: tuple[Path, ...] | list[Path]) -> RuleSet:
-    """Built-in rules plus the --rules directories."""
-    return RuleSet.load(list(rules_dirs))
+lang_option = click.option(
+    "--lang", type=click.Choice(["en", "zh"]), default=None,
+    help="Language of the report's and explain's text: en or zh (default: the config file's `lang`, else zh "
+         "when LC_ALL/LC_MESSAGES/LANG is zh_*, else en). JSON keys and ids stay English.")
+
+
+def resolve_lang(lang: str | None) -> str:
+    """--lang, else the config file's `lang`, else the locale's (zh for zh_*, else en)."""
+    if lang:
+        return lang
+    ctx = click.get_current_context(silent=True)
+    config = ctx.find_root().obj if ctx is not None else None
+    chosen = getattr(config, "values", {}).get("lang")
+    if chosen:
+        return str(chosen)
+    from ..knowledge.messages import lang_from_env
+
+    return lang_from_env()
+
+
+def load_rules(rules_dirs: tuple[Path, ...] | list[Path], lang: str | None = None) -> RuleSet:
+    """Built-in rules plus the --rules directories, their text in the run's language."""
+    return RuleSet.load(list(rules_dirs), lang=resolve_lang(lang))
 
 
 def warn(level: str, message: str) -> None:

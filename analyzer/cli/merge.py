@@ -9,7 +9,7 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS
-from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, load_rules, rules_option
+from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, lang_option, load_rules, rules_option
 from .outputs import resolve_outputs
 from .scan import _gate, _write
 
@@ -24,9 +24,10 @@ from .scan import _gate, _write
               help="Which findings make the exit code 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
 @click.option("--full", is_flag=True, help="List every row of every section in the text and Markdown reports.")
+@lang_option
 @rules_option
 def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, quiet: bool,
-          full: bool, rules_dirs: tuple) -> None:
+          full: bool, lang: str | None, rules_dirs: tuple) -> None:
     """Merge PARTS (JSON, JSONL or Parquet reports of `ddtriage scan`) into one report.
 
     Scan each node where its logs are (`ddtriage scan --node NAME -o node.parquet`), bring the
@@ -38,7 +39,7 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
     reports = resolve_outputs(fmt, outputs)
     warn = None if quiet else (lambda message: click.echo(f"ddtriage: warning: {message}", err=True))
     try:
-        analysis = merge_parts(list(parts), load_rules(rules_dirs), warn)
+        analysis = merge_parts(list(parts), load_rules(rules_dirs, lang), warn)
     except DDTriageError as exc:
         fail(str(exc))
     analysis.fail_on = fail_on

@@ -73,7 +73,7 @@ def rules_export(fmt: str, output: Path, rules_dirs: tuple[Path, ...]) -> None:
     from ..knowledge.faultdiag import write_faultdiag
 
     try:
-        count = write_faultdiag(load_rules(rules_dirs), output)
+        count = write_faultdiag(load_rules(rules_dirs, "en"), output, load_rules(rules_dirs, "zh"))
     except DDTriageError as exc:
         fail(str(exc))
     except ValueError as exc:

@@ -13,7 +13,6 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS, is_binary, write_report
-from ..writers.common import plural
 
 if TYPE_CHECKING:
     from ..diagnose.mining import NearIncident
@@ -30,8 +29,10 @@ from .base import (
     Zone,
     cli,
     fail,
+    lang_option,
     load_rules,
     quiet_broken_pipe,
+    resolve_lang,
     rules_option,
     warn,
 )
@@ -121,6 +122,7 @@ def reading_options(f: F) -> F:
               "terminal through $PAGER, else less -FRX, as git does).")
 @click.option("--unexplained", is_flag=True, help="Also list the top templates of the ERROR/WARNING lines that "
               "nothing explains, near each incident (text, markdown, json; one more read of the inputs).")
+@lang_option
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -128,7 +130,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, full: bool, no_pager: bool, unexplained: bool,
+         around: int, color: str, full: bool, no_pager: bool, unexplained: bool, lang: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -137,22 +139,24 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
     from ..core.progress import Progress, ProgressBar
     from ..core.times import window_bound
     from ..inputs import Limits, default_paths, printable
+    from ..knowledge.messages import t
     from ..run.api import Options, analyze
     from ..run.parallel import cpu_count
 
+    lang = resolve_lang(lang)
     low, high = window_bound(since, tz), window_bound(until, tz)
     if low and high and low > high:
-        fail("--since is later than --until")
+        fail(t("err_since_until", lang))
     reports = resolve_outputs(fmt, outputs)
     files = tuple(r.path for r in reports if r.path != "-") + tuple(
         p for p in (baseline, write_baseline, suppressions) if p)  # never scan our own files
     if any(r.path == "-" for r in reports) and isinstance(sys.stdout, ClosedStream):
-        fail("standard output is closed; write the report with --output FILE")
+        fail(t("err_stdout_closed", lang))
     selection = _selection(include, exclude, hidden)
     cpus = cpu_count()
     if jobs and jobs > cpus and not dask_address:
         if not quiet:
-            warn("note", f"--jobs {jobs} is more than the {cpus} CPUs this process may use; using {cpus}")
+            warn("note", t("note_jobs", lang, jobs=jobs, cpus=cpus))
         jobs = cpus
     try:
         targets = list(paths) or default_paths()
@@ -167,7 +171,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
                           follow=follow)
         show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
-        analysis = analyze(targets, rules=load_rules(rules_dirs), options=options, jobs=jobs,
+        analysis = analyze(targets, rules=load_rules(rules_dirs, lang), options=options, jobs=jobs,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))
@@ -182,9 +186,10 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         warn("note", f"{noted['source']}: {noted['note']}")
     if not analysis.inputs.files and not usage_error and not allow_empty:
         left_out = analysis.inputs.excluded
-        fail("nothing was scanned: no log file was read"
-             + (f" ({plural(left_out, 'file or folder', 'files or folders')} left out by --include/--exclude)"
-                if left_out else "") + "; check the paths and globs, or pass --allow-empty")
+        from ..knowledge.messages import noun
+
+        fail(t("err_nothing_scanned", lang, left_out=t("err_left_out", lang, n=noun(left_out, "excluded", lang))
+                                                       if left_out else ""))
     analysis = _known_errors(analysis, baseline, write_baseline, suppressions, quiet)
     if around:
         from ..run.readback import context_of

@@ -54,6 +54,7 @@ KEYS: dict[str, Key] = {
     "strict": Key("strict", "bool"),
     "jobs": Key("jobs", "int"),
     "tz": Key("tz", "str"),  # the zone of zone-less stamps, as --tz
+    "lang": Key("lang", "str", ("en", "zh")),  # the language of reports and explain, as --lang
 }
 
 

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 MAX_VALUES = 64  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
 MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
 KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
-         "device", "cann", "vllm", "vllm_ascend", "mindie", "xllm")
-VERSION_KINDS = ("cann", "vllm", "vllm_ascend", "mindie", "xllm")
+         "device", "cann", "driver", "llm_datadist", "hixl", "vllm", "vllm_ascend", "mindie", "xllm")
+VERSION_KINDS = ("cann", "driver", "llm_datadist", "hixl", "vllm", "vllm_ascend", "mindie", "xllm")
 
 Fact = tuple[str, str]  # (kind, value)
 

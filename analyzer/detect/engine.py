@@ -16,7 +16,7 @@ from functools import partial
 from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from ..core.headers import header_for, record_headers
-from ..core.observations import Fact, Observed
+from ..core.observations import VERSION_KINDS, Fact, Observed
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
 from ..inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
@@ -25,6 +25,7 @@ from ..knowledge.catalog import format_code
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
 from ..knowledge.rules import RuleMatch, RuleSet
+from ..knowledge.versions import Versions
 from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
@@ -65,7 +66,7 @@ class Engine:
     resolver: ApiResolver = field(init=False)
     prefilter: Prefilter = field(init=False)
     # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
-    _rule_memo: dict[tuple[int, str | None, bool], RuleMatch] = field(init=False, default_factory=dict)
+    _rule_memo: dict[tuple[int, str | None, bool, Versions], RuleMatch] = field(init=False, default_factory=dict)
     _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with prefilter patterns
 
     def __post_init__(self) -> None:
@@ -194,10 +195,11 @@ class Engine:
             text = clean(text)
         self.observer.facts_only(state, self.node, line_no, text, raw)
 
-    def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
-        """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the
-        nearby text (no `nearby:` rule was reached): then no other line's context can change it."""
-        key = (value, api, in_cluster)
+    def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str],
+                  versions: Versions = ()) -> RuleMatch:
+        """`RuleSet.match`, remembered per (code, API, list, versions) when the match did not look at
+        the nearby text (no `nearby:` rule was reached): then no other line's context can change it."""
+        key = (value, api, in_cluster, versions)
         found = self._rule_memo.get(key)
         if found is not None:
             return found
@@ -207,7 +209,7 @@ class Engine:
             nonlocal asked
             asked = True
             return nearby_text()
-        matched = self.rules.match(value, api, in_cluster, watched)
+        matched = self.rules.match(value, api, in_cluster, watched, versions)
         if not asked:
             self._rule_memo[key] = matched
         return matched
@@ -250,6 +252,9 @@ class Engine:
         # finding: the likely causes of what this line reports. Two pods are two processes.
         process = process_of(layout, record, headers[0].pid or layout.pid)
         events = state.cause_finder.events(cand, text, lookback, process)
+        # A rule's version condition is judged on the versions this process logged before (and on) this line.
+        versions: Versions = tuple(sorted((k, v) for k, (v, _) in state.recent.get(process, {}).items()
+                                          if k in VERSION_KINDS)) if self.rules.uses_versions else ()
 
         def nearby_text(lookback: Callable[[], Lines] = lookback, text: str = text) -> str:
             # the burst a `nearby:` rule looks at
@@ -263,7 +268,7 @@ class Engine:
             if hit.value != GENERIC_FAILED:
                 generic.note_specific(cand.line_no, cand.offset, header)
                 state.cause_finder.note_finding(process, cand.line_no, cand.offset + len(cand.raw))
-            matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text)
+            matched = self._rule_for(hit.value, ctx.api, hit.in_cluster_results, nearby_text, versions)
             rule, code = matched.rule, matched.code
             before = causes(events, header, cand.line_no, hit.value)
             when = state.clock.time_of(header, lookback, record)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.observations import NodeFacts, RelatedEvent
+from ..knowledge.messages import action_label, current, language, t
 from ..knowledge.rules import RuleSet
 from .incidents import GAP_SECONDS, NO_NODE, Links, attach_related, group_units, lead_of, order_time, seconds
 from .summary import Burst, Incident, IncidentLead
@@ -31,7 +32,7 @@ def delta(a: str | None, b: str | None) -> str:
         return ""
     d = abs(tb - ta)
     if d < 0.001:
-        return "under 1 ms"
+        return t("under_1ms")
     return f"{d * 1000:.0f} ms" if d < 1 else f"{d:.1f} s"
 
 
@@ -45,7 +46,7 @@ def who(node: str | None, source: str, lead_source: str | None = None) -> str:
     or `the same log` when the lead's log is that one), never a placeholder."""
     if node:
         return node
-    return "the same log" if source == lead_source else f"the log {log_name(source)}"
+    return t("the_same_log") if source == lead_source else t("the_log", name=log_name(source))
 
 
 def describe_node(node: str | None, facts: dict[str | None, NodeFacts], source: str = "") -> str:
@@ -58,12 +59,12 @@ def describe_node(node: str | None, facts: dict[str | None, NodeFacts], source: 
     bits = [f.role] if f.role else []
     clusters = sorted(f.cluster_ids, key=lambda c: (len(c), c))
     if clusters:
-        bits.append(("cluster " if len(clusters) == 1 else "clusters ") + _ranges(clusters))
+        bits.append(t("cluster_one" if len(clusters) == 1 else "cluster_many", ids=_ranges(clusters)))
     if len(f.listen) == 1:
         bits.append(next(iter(f.listen)))
     elif f.ips:
         bits.append(_short_list(sorted(f.ips)))
-    return f"{name} ({', '.join(bits)})" if bits else name
+    return f"{name} ({', '.join(bits)})" if bits else name  # ids and addresses: the same in every language
 
 
 def _ranges(ids: list[str]) -> str:
@@ -76,21 +77,24 @@ def _ranges(ids: list[str]) -> str:
 
 
 def _short_list(items: list[str], most: int = 3) -> str:
-    return ", ".join(items[:most]) + (f" and {len(items) - most} more" if len(items) > most else "")
+    shown = t("list_join").join(items[:most])
+    return t("list_more", items=shown, n=len(items) - most) if len(items) > most else shown
 
 
 def _what(lead: IncidentLead) -> str:
     if lead.family == "llm-datadist":
-        return f"got {lead.meaning}" + (f" from {lead.api}" if lead.api else "")
-    return f"logged {lead.meaning} ({lead.family} {lead.code})"
+        if lead.api:
+            return t("story_got_from", meaning=lead.meaning, api=lead.api)
+        return t("story_got", meaning=lead.meaning)
+    return t("story_logged", meaning=lead.meaning, family=lead.family, code=lead.code)
 
 
 def _peer(burst: Burst) -> str:
     for cluster, addr in burst.peers:
         if cluster and addr:
-            return f" (cluster {cluster} at {addr})"
+            return t("story_peer_both", cluster=cluster, addr=addr)
     for cluster, addr in burst.peers:
-        return f" (cluster {cluster})" if cluster else f" ({addr})"
+        return t("story_peer_cluster", cluster=cluster) if cluster else t("story_peer_addr", addr=addr)
     return ""
 
 
@@ -131,6 +135,12 @@ def shared_req_ids(burst_ids: Sequence[int], bursts: Sequence[Burst], related_id
 def incident_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Sequence[Burst],
                 related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts], rules: RuleSet) -> Incident:
     """One incident (numbered later) from its bursts and related errors."""
+    with language(rules.lang):
+        return _incident_of(burst_ids, related_ids, bursts, related, facts, rules)
+
+
+def _incident_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Sequence[Burst],
+                 related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts], rules: RuleSet) -> Incident:
     lead, action_word, remedy = lead_of(burst_ids, related_ids, bursts, related, rules)
     mine = [bursts[i] for i in burst_ids]
     nodes = sorted({b.node or NO_NODE for b in mine} | {related[k].node or NO_NODE for k in related_ids})
@@ -139,9 +149,10 @@ def incident_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Se
     follow = _follow_ups(burst_ids, bursts, action_word, order_time(lead.timestamp) - 1e-6)
     action = remedy.strip()
     if follow:
-        action += " Then " + "; ".join(
-            f"{b.lead.action} for {b.lead.name or b.lead.code}" + (f" from {b.lead.api}" if b.lead.api else "")
-            + f" ({first_sentence(b.lead.remedy)})" for b in follow) + "."
+        action += t("story_then", items=t("story_follow_join").join(
+            t("story_follow", action=shown_action(b.lead.action), name=b.lead.name or b.lead.code,
+              api=t("story_follow_api", api=b.lead.api) if b.lead.api else "", remedy=first_sentence(b.lead.remedy))
+            for b in follow))
     findings = sum(b.findings for b in mine)
     story = tell(lead, action_word, mine, findings, facts,
                  shared_req_ids(burst_ids, bursts, related_ids, related, facts))
@@ -156,8 +167,9 @@ def incident_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: Se
 def first_sentence(text: str) -> str:
     """The first sentence of a remedy, without its full stop."""
     text = text.strip()
-    end = text.find(". ")
-    return (text if end == -1 else text[:end]).rstrip(".")
+    ends = [i for i in (text.find(". "), text.find("。")) if i != -1]
+    end = min(ends) if ends else -1
+    return (text if end == -1 else text[:end]).rstrip(".。")
 
 
 def first_set_off(lead: IncidentLead, mine: list[Burst]) -> Burst:
@@ -190,7 +202,8 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
     """The story: the lead, the first failure it set off (on the other side when there is one),
     what followed, the req_ids both sides name, and what to do."""
     first = first_set_off(lead, mine)
-    parts = [f"At {clock(lead.timestamp)} {describe_node(lead.node, facts, lead.source)} {_what(lead)}"]
+    parts = [t("story_at", time=clock(lead.timestamp), side=describe_node(lead.node, facts, lead.source),
+               what=_what(lead))]
     first_when = precise_time(first, mine)
     if not (first.source == lead.source and first.lead.line == lead.line):
         gap = delta(lead.timestamp, first_when)
@@ -198,9 +211,10 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
             side = describe_node(first.node, facts, first.source)
         else:
             side = who(first.node, first.source, lead.source)
-        parts.append(f"{gap + ' later' if gap else 'then, at ' + clock(first_when)}, {side} got "
-                     f"{first.lead.name or first.lead.code}" + (f" from {first.lead.api}" if first.lead.api else "")
-                     + _peer(first))
+        parts.append(t("story_side_got", when=t("story_later", gap=gap) if gap else t("story_then_at",
+                                                                                      time=clock(first_when)),
+                       side=side, name=first.lead.name or first.lead.code,
+                       api=t("story_api", api=first.lead.api) if first.lead.api else "", peer=_peer(first)))
     rest = findings - 1
     counts: dict[tuple[str, str | None], int] = {}
     for b in mine:
@@ -208,22 +222,57 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
             if name != "LLM_FAILED":  # the generic echo says nothing of its own
                 counts[(name, api)] = counts.get((name, api), 0) + n
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1] or ""))
-    text = "; ".join(parts) + "."
+    text = t("story_join").join(parts) + t("story_end")
     if rest > 0 and top:
         (name, api), n = top[0]
         sides = sorted({b.node or NO_NODE for b in mine})
         logs = sorted({log_name(b.source) for b in mine if not b.node})
         if sides == [NO_NODE]:
-            where = "in this log" if logs == [log_name(lead.source)] else "in the logs " + _short_list(logs)
+            where = t("story_in_this_log") if logs == [log_name(lead.source)] else t("story_in_logs",
+                                                                                     logs=_short_list(logs))
         elif NO_NODE in sides:
-            where = "on " + _short_list([s for s in sides if s != NO_NODE] + logs)
+            where = t("story_on", names=_short_list([s for s in sides if s != NO_NODE] + logs))
         else:
-            where = "on both nodes" if len(sides) == 2 else "on " + _short_list(sides)
-        text += (f" In all {findings} LLM-DataDist findings {where}, most of them {name}"
-                 + (f" from {api}" if api else "") + f" ({n}).")
+            where = t("story_on_both") if len(sides) == 2 else t("story_on", names=_short_list(sides))
+        text += t("story_all", findings=findings, where=where, name=name,
+                  api=t("story_all_api", api=api) if api else "", n=n)
     if shared:
-        text += f" req_id {_short_list(shared)} failed on both sides."
-    return text + f" So: {action_word}."
+        text += t("story_req", ids=_short_list(shared))
+    text += mismatch_sentence(mine, facts)
+    return text + t("story_so", action=shown_action(action_word))
+
+
+def shown_action(action: str) -> str:
+    """An action id in prose: the id in English; its words and the id in another language."""
+    return action if current() == "en" else f"{action_label(action)}（{action}）"
+
+
+MISMATCH_KINDS = ("cann", "hixl", "llm_datadist", "driver")  # versions the two sides of a link must share
+
+
+def version_mismatch(nodes: Sequence[str | None], facts: dict[str | None, NodeFacts],
+                     kinds: Sequence[str] = MISMATCH_KINDS) -> tuple[str, list[tuple[str, str]]] | None:
+    """(kind, [(node, version)]) when the nodes of an incident each name one version of a kind and
+    they differ (the first such kind), else None: the two sides of a link on different releases."""
+    for kind in kinds:
+        seen = []
+        for node in sorted({n for n in nodes if n is not None}):
+            versions = facts[node].versions.get(kind) if node in facts else None
+            if versions and len(versions) == 1:
+                seen.append((node, next(iter(versions))))
+        if len({v for _, v in seen}) > 1:
+            return kind, seen
+    return None
+
+
+def mismatch_sentence(mine: Sequence[Burst], facts: dict[str | None, NodeFacts]) -> str:
+    """` The two sides run different cann versions (a 8.2.RC1, b 8.3.RC1): a likely cause.` or ``."""
+    found = version_mismatch([b.node for b in mine], facts)
+    if found is None:
+        return ""
+    kind, seen = found
+    return t("story_mismatch", kind=kind, sides=t("list_join").join(
+        t("story_mismatch_side", node=node, version=version) for node, version in seen))
 
 
 def build_incidents(bursts: Sequence[Burst], related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts],

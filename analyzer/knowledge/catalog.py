@@ -60,6 +60,9 @@ class Code:
     meaning: str
     solution: str
     examples: tuple[str, ...]
+    since: str | None = None  # the CANN release that introduced the code, where that is public
+    docs: tuple[tuple[str, bool | None, str], ...] = ()  # (binding, recoverable, what its doc says) where they differ
+    docs_follow: str | None = None  # the binding whose doc the catalog's `recoverable` follows
 
     @property
     def hex(self) -> str:
@@ -179,7 +182,21 @@ def _strings(raw: object, where: str, reason: str) -> list[str]:
 
 
 _CODE_FIELDS = {"name", "python_name", "aliases", "value", "plog_text", "standalone_text", "public",
-                "recoverable", "generic", "by_name_only", "action", "meaning", "solution", "examples"}
+                "recoverable", "generic", "by_name_only", "action", "meaning", "solution", "examples",
+                "meaning_zh", "solution_zh", "since", "docs", "docs_follow"}
+LANGS = ("en", "zh")  # the languages of every human text in the YAML: `field` (English) and `field_zh`
+
+
+def localized(entry: dict[str, Any], key: str, lang: str, missing: list[str] | None = None,
+              where: str = "") -> Any:
+    """`entry[key]` in `lang`: `key_zh` for Chinese, else the English `key` (also when the entry
+    has no Chinese). Either one absent is noted in `missing` (`where: lacks key_zh`), whatever
+    `lang` is: `ddtriage rules check` fails a built-in entry that lacks a language."""
+    english, chinese = entry.get(key), entry.get(f"{key}_zh")
+    if missing is not None:
+        missing.extend(f"{where}: lacks `{k}`" for k, v in ((key, english), (f"{key}_zh", chinese))
+                       if v is None or v == "" or v == {})
+    return chinese if lang == "zh" and chinese not in (None, "", {}) else english
 
 
 def _int_value(raw: object, where: str) -> int:
@@ -194,8 +211,9 @@ def _int_value(raw: object, where: str) -> int:
 class Catalog:
     """Codes by value and by every name they are printed under."""
 
-    def __init__(self, codes: list[Code], family_base: int, family_size: int):
+    def __init__(self, codes: list[Code], family_base: int, family_size: int, unknown_remedy: str = ""):
         self.codes = codes
+        self.unknown_remedy = unknown_remedy  # the remedy of a family code not listed
         self.family_base = family_base
         self.family_size = family_size
         self.by_value = {c.value & 0xFFFFFFFF: c for c in codes}
@@ -232,8 +250,9 @@ class Catalog:
         return value, code
 
     @classmethod
-    def load(cls, path: Path) -> Catalog:
-        """Read and validate catalog.yaml; every problem is a RuleError naming file and code."""
+    def load(cls, path: Path, lang: str = "en", missing: list[str] | None = None) -> Catalog:
+        """Read and validate catalog.yaml; every problem is a RuleError naming file and code. Human
+        text is taken in `lang`; an entry without it is noted in `missing`."""
         where = str(path)
         data = _mapping(read_yaml(path), where, "expected a mapping with a `codes` list")
         _require(isinstance(data.get("codes"), list), where, "expected a mapping with a `codes` list")
@@ -244,7 +263,7 @@ class Catalog:
         seen_names: set[str] = set()
         seen_values: set[int] = set()
         for index, raw in enumerate(data["codes"]):
-            code = _parse_code(raw, f"{where}: code #{index + 1}", where)
+            code = _parse_code(raw, f"{where}: code #{index + 1}", where, lang, missing)
             here = f"{where}: code {code.name}"
             for n in code.all_names:
                 _require(n not in seen_names, here, f"name {n} is defined twice")
@@ -252,10 +271,12 @@ class Catalog:
             _require(code.value & 0xFFFFFFFF not in seen_values, here, f"value {code.hex} is defined twice")
             seen_values.add(code.value & 0xFFFFFFFF)
             codes.append(code)
-        return cls(codes, base, size)
+        unknown = _mapping(data.get("unknown") or {}, where, "`unknown` must be a mapping with `remedy`")
+        remedy = localized(unknown, "remedy", lang, missing, f"{where}: unknown") or ""
+        return cls(codes, base, size, " ".join(str(remedy).split()))
 
 
-def _parse_code(raw: object, here: str, where: str) -> Code:
+def _parse_code(raw: object, here: str, where: str, lang: str = "en", missing: list[str] | None = None) -> Code:
     """One catalog entry, validated."""
     entry = _mapping(raw, here, "each code must be a mapping")
     name = entry.get("name")
@@ -279,9 +300,50 @@ def _parse_code(raw: object, here: str, where: str) -> Code:
         public=bool(entry.get("public", False)), recoverable=rec,
         generic=bool(entry.get("generic", False)),
         by_name_only=bool(entry.get("by_name_only", False)), action=action,
-        meaning=str(entry.get("meaning") or name), solution=str(entry.get("solution") or ""),
-        examples=tuple(examples),
+        meaning=str(localized(entry, "meaning", lang, missing, here) or name),
+        solution=str(localized(entry, "solution", lang, missing, here) or ""),
+        examples=tuple(examples), since=_since(entry.get("since"), here),
+        docs=_docs(entry.get("docs"), here, lang, missing), docs_follow=_follow(entry, here),
     )
+
+
+def _since(raw: object, here: str) -> str | None:
+    """`since:` (a CANN version such as 8.2.RC1), validated by the version comparator's parser."""
+    if raw is None:
+        return None
+    from .versions import parse_version
+
+    _require(isinstance(raw, str) and parse_version(raw) is not None, here,
+             f"`since` must be a CANN version such as 8.2.RC1, got {raw!r}")
+    return str(raw)
+
+
+BINDINGS = ("cpp", "python")  # the two documented bindings of LLM-DataDist
+
+
+def _docs(raw: object, here: str, lang: str, missing: list[str] | None) -> tuple[tuple[str, bool | None, str], ...]:
+    """`docs:` where the C++ and Python documentation disagree: per binding, its recoverable and
+    what its page says (`says`, `says_zh`)."""
+    if raw is None:
+        return ()
+    entries = _mapping(raw, here, "`docs` must map a binding (cpp, python) to {recoverable, says}")
+    out = []
+    for binding, doc in entries.items():
+        _require(binding in BINDINGS, here, f"docs: binding {binding!r} is not one of {', '.join(BINDINGS)}")
+        doc = _mapping(doc, f"{here}: docs.{binding}", "must be a mapping with `says`")
+        rec = doc.get("recoverable")
+        _require(rec is None or isinstance(rec, bool), f"{here}: docs.{binding}", "`recoverable` must be true/false")
+        says = localized(doc, "says", lang, missing, f"{here}: docs.{binding}")
+        _require(isinstance(says, str) and bool(says), f"{here}: docs.{binding}", "`says` must be text")
+        out.append((str(binding), rec, str(says)))
+    return tuple(out)
+
+
+def _follow(entry: dict[str, Any], here: str) -> str | None:
+    follow = entry.get("docs_follow")
+    _require(follow is None or (follow in BINDINGS and bool(entry.get("docs"))), here,
+             "`docs_follow` must name a binding of `docs` (cpp or python)")
+    return follow
 
 
 class ApiTable:

@@ -6,22 +6,26 @@ from typing import Any
 
 from ..core.errors import InputError
 from .catalog import format_code
+from .messages import action_label, language, t
 from .rules import Rule, RuleSet
 
 
 def explain(token: str, rules: RuleSet | None = None) -> dict[str, Any]:
     """Meaning, recoverability and every context rule for a code given as hex, decimal or name."""
     rules = rules or RuleSet.load()
+    with language(rules.lang):
+        return _explain(token, rules)
+
+
+def _explain(token: str, rules: RuleSet) -> dict[str, Any]:
     resolved = rules.catalog.lookup(token)
     if resolved is None and token.strip().upper().removeprefix("LLMSTATUSCODE.") in ("LLM_SUCCESS", "0", "0X0"):
-        raise InputError(f"{token!r} is LLM_SUCCESS (0): success, not a fault")
+        raise InputError(t("err_success", token=repr(token)))
     if resolved is None:
         neighbour = explain_neighbour(token, rules)
         if neighbour is not None:
             return neighbour
-        raise InputError(f"{token!r} is not an LLM-DataDist status code (give hex, decimal or a name "
-                         "such as 0x5010B009, 1343270921, LLM_LINK_FAILED) nor a known neighbour error "
-                         "(EI0006, 507046, 'hccl 9', 103901, MIE05E010019, 'socket 111')")
+        raise InputError(t("err_not_a_code", token=repr(token)))
     value, code = resolved
     known = code is not None
     applicable = [r for r in rules.candidates(value) if (r.codes is not None or (r.unknown and not known))]
@@ -31,11 +35,16 @@ def explain(token: str, rules: RuleSet | None = None) -> dict[str, Any]:
         "name": code.name if code else None,
         "python_name": (code.python_name or code.name) if code else None,
         "plog_text": code.plog_text if code else None,
-        "meaning": code.meaning if code else "Unknown LLM-DataDist code (not in this catalog)",
+        "meaning": code.meaning if code else t("explain_unknown_meaning"),
         "recoverable": code.recoverable if code else None,
         "public": code.public if code else False,
         "solution": code.solution if code else None,
+        "since": code.since if code else None,
+        # where the C++ and Python documentation disagree: what each says, and which the catalog follows
+        "docs": [{"binding": b, "recoverable": rec, "says": says} for b, rec, says in (code.docs if code else ())],
+        "docs_follow": code.docs_follow if code else None,
         "rules": [describe_rule(r) for r in applicable],
+        "lang": rules.lang,
     }
 
 
@@ -43,15 +52,18 @@ def describe_rule(rule: Rule) -> dict[str, Any]:
     """One rule as `explain` shows it: when it applies (in words), its action and remedy."""
     when = []
     if rule.apis:
-        when.append("API is " + " or ".join(sorted(rule.apis)))
+        when.append(t("when_api", apis=t("when_or").join(sorted(rule.apis))))
     if rule.not_apis:
-        when.append("API is not " + " nor ".join(sorted(rule.not_apis)))
+        when.append(t("when_not_api", apis=t("when_nor").join(sorted(rule.not_apis))))
     if rule.in_cluster_results is not None:
-        when.append(("in" if rule.in_cluster_results else "not in") + " a per-cluster result list")
+        when.append(t("when_in_list" if rule.in_cluster_results else "when_not_in_list"))
     if rule.nearby is not None:
-        when.append(f"nearby lines match /{rule.nearby.pattern}/")
-    return {"id": rule.id, "when": "; ".join(when) or "any context", "action": rule.action,
-            "remedy": rule.remedy, "specificity": rule.specificity}
+        when.append(t("when_nearby", pattern=rule.nearby.pattern))
+    if rule.versions is not None:
+        when.append(t("when_versions", condition=rule.versions.describe()))
+    return {"id": rule.id, "when": t("when_join").join(when) or t("when_any"), "action": rule.action,
+            "action_text": action_label(rule.action), "remedy": rule.remedy, "specificity": rule.specificity,
+            "follows": rule.follows}
 
 
 def explain_neighbour(token: str, rules: RuleSet) -> dict[str, Any] | None:
@@ -67,6 +79,8 @@ def explain_neighbour(token: str, rules: RuleSet) -> dict[str, Any] | None:
         found = [c for _, c, _ in rules.neighbours.find(f"ret = {code}", [family])] if not listed else [code]
         if listed or (family_id is not None and code.isdigit()) or code.upper() in found:
             action, remedy = family.remedy_for(code)
+            with language(rules.lang):
+                level, note = t(f"level_{family.level}"), t("explain_neighbour_note")
             return {
                 "code": code.upper() if not code.isdigit() else code,
                 "family": family.id,
@@ -74,8 +88,7 @@ def explain_neighbour(token: str, rules: RuleSet) -> dict[str, Any] | None:
                 "meaning": family.meaning(code),
                 "action": action,
                 "remedy": remedy,
-                "level": {1: "below LLM-DataDist", 2: "beside LLM-DataDist", 3: "above LLM-DataDist"}[family.level],
-                "note": "not an LLM-DataDist status code: reported as a related error, and as the lead of an "
-                        "incident when it comes first",
+                "level": level,
+                "note": note,
             }
     return None

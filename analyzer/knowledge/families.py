@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import RuleError
-from .catalog import read_yaml
+from .catalog import localized, read_yaml
 
 if TYPE_CHECKING:
     pass
@@ -98,24 +98,28 @@ class NeighbourMatcher:
         return next((f for f in self.families if f.id == family_id), None)
 
     @classmethod
-    def load(cls, path: Path | None) -> NeighbourMatcher:
+    def load(cls, path: Path | None, lang: str = "en", missing: list[str] | None = None) -> NeighbourMatcher:
+        """Read and validate neighbours.yaml; names, meanings and remedies in `lang` (an entry
+        without one of its languages is noted in `missing`)."""
         if path is None:
             return cls([])
         data = read_yaml(path)
         if not isinstance(data, dict) or not isinstance(data.get("families"), list):
             raise RuleError(f"{path}: expected a mapping with a `families` list")
-        return cls.load_families(data["families"], path)
+        return cls.load_families(data["families"], path, lang, missing)
 
     @classmethod
-    def load_families(cls, entries: list[Any], path: Path | str = "<families>") -> NeighbourMatcher:
-        """A matcher of family entries as a neighbours file lists them (validated, errors located)."""
+    def load_families(cls, entries: list[Any], path: Path | str = "<families>", lang: str = "en",
+                      missing: list[str] | None = None) -> NeighbourMatcher:
+        """A matcher of family entries as a neighbours file lists them (validated, errors located;
+        their text in `lang`, an entry without one of its languages noted in `missing`)."""
         families = []
         for i, raw in enumerate(entries):
             where = f"{path}: family {raw.get('id', '#' + str(i + 1)) if isinstance(raw, dict) else '#' + str(i + 1)}"
             if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
                 raise RuleError(f"{where}: must be a mapping with an `id`")
             unknown = sorted(set(raw) - {"id", "name", "literals", "pattern", "codes", "level", "aliases", "action",
-                                         "remedy", "remedies"})
+                                         "remedy", "remedies", "name_zh", "codes_zh", "remedy_zh", "remedies_zh"})
             if unknown:
                 raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
             literals = raw.get("literals")
@@ -126,28 +130,45 @@ class NeighbourMatcher:
             except re.error as exc:
                 raise RuleError(f"{where}: pattern: invalid regular expression: {exc}") from None
             codes = raw.get("codes") or {}
-            if not isinstance(codes, dict):
-                raise RuleError(f"{where}: `codes` must map codes to meanings")
+            if not isinstance(codes, dict) or not isinstance(raw.get("codes_zh") or {}, dict):
+                raise RuleError(f"{where}: `codes` (and `codes_zh`) must map codes to meanings")
             remedies = raw.get("remedies") or {}
             pairs = remedies.values() if isinstance(remedies, dict) else ()
             if not isinstance(remedies, dict) or not all(
                     isinstance(v, list) and len(v) == 2 and all(isinstance(x, str) for x in v) for v in pairs):
                 raise RuleError(f"{where}: `remedies` must map codes to [action, remedy]")
+            remedies_zh = raw.get("remedies_zh") or {}
+            if not isinstance(remedies_zh, dict) or not all(isinstance(v, str) for v in remedies_zh.values()):
+                raise RuleError(f"{where}: `remedies_zh` must map codes to remedy text")
             aliases = raw.get("aliases") or {}
             if not isinstance(aliases, dict):
                 raise RuleError(f"{where}: `aliases` must map printed text to codes")
             level = raw.get("level", 1)
             if level not in (1, 2, 3):
                 raise RuleError(f"{where}: `level` must be 1 (below LLM-DataDist), 2 (beside it) or 3 (above it)")
-            families.append(Family(raw["id"], str(raw.get("name") or raw["id"]), tuple(literals), pattern,
-                                   {str(k): str(v) for k, v in codes.items()}, level,
+            name, remedy, meanings, texts = _texts(raw, where, lang, missing)
+            families.append(Family(raw["id"], name, tuple(literals), pattern, meanings, level,
                                    {str(k).lower(): str(v) for k, v in aliases.items()},
-                                   str(raw.get("action") or "collect-logs"), str(raw.get("remedy") or ""),
-                                   {str(k): (v[0], v[1]) for k, v in remedies.items()}))
+                                   str(raw.get("action") or "collect-logs"), remedy,
+                                   {str(k): (v[0], texts.get(str(k), v[1])) for k, v in remedies.items()}))
         return cls(families)
 
 
-
-
-
-
+def _texts(raw: dict[str, Any], where: str, lang: str,
+           missing: list[str] | None) -> tuple[str, str, dict[str, str], dict[str, str]]:
+    """A family's name, remedy, code meanings and per-code remedy texts in `lang`; each code's
+    meaning and remedy must be there in both languages (noted in `missing` when not)."""
+    name = str(localized(raw, "name", lang, missing, where) or raw["id"])
+    remedy = str(localized(raw, "remedy", lang, missing, where) or "")
+    codes, codes_zh = raw.get("codes") or {}, raw.get("codes_zh") or {}
+    remedies, remedies_zh = raw.get("remedies") or {}, raw.get("remedies_zh") or {}
+    if missing is not None:
+        missing.extend(f"{where}: code {k}: lacks `codes_zh`" for k in codes if k not in codes_zh)
+        missing.extend(f"{where}: code {k}: lacks `remedies_zh`" for k in remedies if k not in remedies_zh)
+        missing.extend(f"{where}: code {k}: `{key}_zh` has no English `{key}`"
+                       for key, en, zh in (("codes", codes, codes_zh), ("remedies", remedies, remedies_zh))
+                       for k in zh if k not in en)
+    chinese = lang == "zh"
+    meanings = {str(k): str(codes_zh.get(k, v) if chinese else v) for k, v in codes.items()}
+    texts = {str(k): str(v) for k, v in remedies_zh.items()} if chinese else {}
+    return name, remedy, meanings, texts

@@ -52,19 +52,15 @@ _ASCII = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2192": "->", "\u2026": 
                         "\u2265": ">=", "\u00a0": " ", "\n": " ", "\t": " "})
 
 
-def localized(entry: object, field: str, lang: str, key: str | None = None) -> str | None:
-    """The `lang` text of `field` on a catalog code, rule or family (of `key` when the field is
-    a mapping, such as a family's `codes`); None when the entry has none. The one place that
-    knows how the Chinese text is kept beside the English: `<field>_zh`, or a `zh` mapping."""
-    if lang == "en":
-        value: Any = getattr(entry, field, None)
-    else:
-        value = getattr(entry, f"{field}_{lang}", None)
-        if value is None:
-            table = getattr(entry, lang, None)
-            value = table.get(field) if isinstance(table, dict) else None
+def chinese(twin: object | None, field: str, key: str | None = None) -> str | None:
+    """The Chinese text of `field` (of `key` when the field is a mapping, such as a family's
+    `codes`) on `twin`: the same code, rule or family loaded in Chinese (`RuleSet.load(lang="zh")`,
+    which takes each entry's `<field>_zh`, or its English where it has none); None without one."""
+    value: Any = getattr(twin, field, None) if twin is not None else None
     if key is not None:
-        value = value.get(key) if isinstance(value, dict) else None
+        value = value.get(key) or value.get(key.upper()) if isinstance(value, dict) else None
+    if isinstance(value, tuple):  # a family's remedies: (action, remedy)
+        value = value[1]
     return str(value) if value else None
 
 
@@ -136,26 +132,30 @@ def _family_examples(rules: RuleSet) -> dict[str, list[str]]:
     return {str(k): list((v or {}).get("match") or []) for k, v in (raw or {}).items() if isinstance(v, dict)}
 
 
-def export_faultdiag(rules: RuleSet) -> dict[str, dict[str, Any]]:
-    """The FaultDiag custom entities of a rule set, in a stable order."""
+def export_faultdiag(rules: RuleSet, chinese_rules: RuleSet | None = None) -> dict[str, dict[str, Any]]:
+    """The FaultDiag custom entities of a rule set, in a stable order; their Chinese text from
+    `chinese_rules`, the same set loaded in Chinese (English where it is not given)."""
     catalog = rules.catalog
+    zh_codes = {c.value: c for c in chinese_rules.catalog.codes} if chinese_rules else {}
+    zh_rules = chinese_rules.by_id if chinese_rules else {}
+    zh_families = {f.id: f for f in chinese_rules.neighbours.families} if chinese_rules else {}
     codes = [c for c in catalog.codes if not c.generic]
     by_value = {c.value & 0xFFFFFFFF: c for c in codes}
     out: dict[str, dict[str, Any]] = {}
     context = sorted((r for r in rules.rules if not r.default), key=lambda r: r.id)
     for code in sorted(codes, key=lambda c: c.value & 0xFFFFFFFF):
         out[code_entry_id(code)] = _code_entity(code, [r for r in context if r.codes and code.value & 0xFFFFFFFF
-                                                       in r.codes])
+                                                       in r.codes], zh_codes.get(code.value))
     spellings = _api_spellings(rules)
     for rule in context:
         out[rule_entry_id(rule)] = _rule_entity(rule, [by_value[v] for v in sorted(rule.codes or ()) if v in by_value],
-                                                spellings)
+                                                spellings, zh_rules.get(rule.id))
     examples = _family_examples(rules)
     names = {n: c for c in codes for n in c.all_names}
     for family in rules.neighbours.families:
         for printed in sorted(set(family.codes) | set(family.remedies)):
             out[family_entry_id(family, printed)] = _family_entity(family, printed, examples.get(family.id, []),
-                                                                   rules, context, names)
+                                                                   rules, context, names, zh_families.get(family.id))
     if len(out) > MAX_ENTRIES:
         raise ValueError(f"{len(out)} FaultDiag entries: more than the {MAX_ENTRIES} one file may hold")
     return out
@@ -188,10 +188,10 @@ def _recoverable(code: Code) -> tuple[str, str]:
     return ("recoverable", "可恢复") if code.recoverable else ("not recoverable", "不可恢复")
 
 
-def _code_entity(code: Code, context: list[Rule]) -> dict[str, Any]:
+def _code_entity(code: Code, context: list[Rule], twin: Code | None) -> dict[str, Any]:
     value = code.value & 0xFFFFFFFF
-    meaning_zh = localized(code, "meaning", "zh")
-    solution_zh = localized(code, "solution", "zh")
+    meaning_zh = chinese(twin, "meaning")
+    solution_zh = chinese(twin, "solution")
     rec_en, rec_zh = _recoverable(code)
     python = f", Python {code.python_name}" if code.python_name else ""
     printed = f" The plog prints ErrorNo: {value}({code.plog_text})." if code.plog_text else ""
@@ -209,7 +209,7 @@ def _code_entity(code: Code, context: list[Rule]) -> dict[str, Any]:
                    _code_keywords(code), case=code.examples[0] if code.examples else None)
 
 
-def _rule_entity(rule: Rule, codes: list[Code], spellings: dict[str, list[str]]) -> dict[str, Any]:
+def _rule_entity(rule: Rule, codes: list[Code], spellings: dict[str, list[str]], twin: Rule | None) -> dict[str, Any]:
     names = ", ".join(c.name for c in codes) or "any LLM-DataDist code"
     when = []
     if rule.apis:
@@ -230,10 +230,10 @@ def _rule_entity(rule: Rule, codes: list[Code], spellings: dict[str, list[str]])
                 keywords.append(["rets", *group])
             else:
                 keywords.append(group)
-    remedy_zh = localized(rule, "remedy", "zh")
-    cause_zh = localized(rule, "description", "zh")
+    remedy_zh = chinese(twin, "remedy")
+    cause_zh = chinese(twin, "description")
     return _entity(("Software", "CANN", "LLM-DataDist"), (rule.description or rule.id, cause_zh or ""),
-                   (description, localized(rule, "description", "zh") or description),
+                   (description, cause_zh or description),
                    (f"{rule.action}: {rule.remedy}", f"{rule.action}: {remedy_zh}" if remedy_zh else
                     f"{rule.action}: {rule.remedy}"), SOURCE_FILES,
                    list({tuple(g): g for g in keywords}.values())[:100],
@@ -241,14 +241,14 @@ def _rule_entity(rule: Rule, codes: list[Code], spellings: dict[str, list[str]])
 
 
 def _family_entity(family: Family, code: str, examples: list[str], rules: RuleSet, context: list[Rule],
-                   names: dict[str, Code]) -> dict[str, Any]:
+                   names: dict[str, Code], twin: Family | None) -> dict[str, Any]:
     meaning = family.meaning(code)
     action, remedy = family.remedy_for(code)
     mine = [ex for ex in examples if (family.id, code) in {(f, c) for f, c, _ in rules.neighbours.find(ex, [family])}]
     chain = [rule_entry_id(r) for r in context if r.nearby is not None and any(r.nearby.search(ex) for ex in mine)]
     chain += [code_entry_id(names[n]) for n in re.findall(r"\bLLM_[A-Z_]+\b", remedy) if n in names]
-    meaning_zh = localized(family, "codes", "zh", code)
-    remedy_zh = localized(family, "remedies", "zh", code) or localized(family, "remedy", "zh")
+    meaning_zh = chinese(twin, "codes", code)
+    remedy_zh = chinese(twin, "remedies", code) or chinese(twin, "remedy")
     # aliases are kept in lower case; FaultDiag's keywords are matched as written: as printed too
     aliases = list(dict.fromkeys(form for text, target in family.aliases.items() if target == code
                                  for form in (text[:1].upper() + text[1:], text, text.upper())))
@@ -269,11 +269,11 @@ def _family_entity(family: Family, code: str, examples: list[str], rules: RuleSe
                    source, keywords, list(dict.fromkeys(chain)), case=mine[0] if mine else None)
 
 
-def write_faultdiag(rules: RuleSet, path: Path | str) -> int:
+def write_faultdiag(rules: RuleSet, path: Path | str, chinese_rules: RuleSet | None = None) -> int:
     """Write the export as UTF-8 JSON (what `ascend-fd entity --update` reads); the entry count."""
     import json
 
-    entities = export_faultdiag(rules)
+    entities = export_faultdiag(rules, chinese_rules)
     text = json.dumps(entities, ensure_ascii=False, indent=2) + "\n"
     Path(path).write_text(text, encoding="utf-8")
     return len(entities)

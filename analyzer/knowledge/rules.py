@@ -18,15 +18,30 @@ import regex
 
 from ..core.errors import RuleError
 from ..core.records import RuleText, RuleTexts
-from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format_code, read_yaml
+from .catalog import (
+    ACTIONS,
+    BINDINGS,
+    BUILTIN_RULES_DIR,
+    LANGS,
+    ApiTable,
+    Catalog,
+    Code,
+    format_code,
+    localized,
+    read_yaml,
+)
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
 from .linkfacts import LinkFactMatcher
+from .versions import VersionCondition, Versions
 
 UNKNOWN_RULE_ID = "unknown-code"
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-_RULE_FIELDS = {"id", "description", "match", "action", "recoverable", "remedy", "references", "examples"}
-_MATCH_FIELDS = {"codes", "apis", "not_apis", "in_cluster_results", "nearby", "unknown"}
+_RULE_FIELDS = {"id", "description", "match", "action", "recoverable", "remedy", "references", "examples",
+                "description_zh", "remedy_zh", "follows"}
+_MATCH_FIELDS = {"codes", "apis", "not_apis", "in_cluster_results", "nearby", "unknown", "versions"}
+# The files of a rules folder that are tables, not `rules:` files.
+TABLES = ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml", "messages.yaml")
 # A user's `nearby` regex may backtrack catastrophically: each search gets this long, then the rule
 # is reported and disabled for the rest of the run (the `regex` module's `timeout`).
 NEARBY_TIMEOUT = 0.5
@@ -52,6 +67,8 @@ class Rule:
     builtin: bool
     default: bool = False
     description: str = ""  # one line: when the rule applies (SARIF/JUnit rule text)
+    versions: VersionCondition | None = None  # `match.versions`: e.g. cann ">=8.3.RC1"
+    follows: str | None = None  # the binding (cpp, python) whose documentation the rule follows
 
     @property
     def specificity(self) -> int:
@@ -61,10 +78,11 @@ class Rule:
         score += 2 if self.not_apis else 0
         score += 4 if self.in_cluster_results is not None else 0
         score += 3 if self.nearby is not None else 0
+        score += 3 if self.versions is not None else 0
         return score
 
     def matches(self, value: int, known: bool, api: str | None, in_cluster: bool,
-                nearby_text: Callable[[], str]) -> bool:
+                nearby_text: Callable[[], str], versions: Versions = ()) -> bool:
         if self.unknown and known:
             return False
         if self.codes is not None and value not in self.codes:
@@ -74,6 +92,8 @@ class Rule:
         if self.not_apis is not None and api in self.not_apis:
             return False
         if self.in_cluster_results is not None and in_cluster != self.in_cluster_results:
+            return False
+        if self.versions is not None and not self.versions.holds(dict(versions)):
             return False
         return not (self.nearby is not None and not self.nearby.search(nearby_text(), timeout=NEARBY_TIMEOUT))
 
@@ -93,7 +113,10 @@ class RuleSet:
 
     def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path],
                  neighbours: NeighbourMatcher | None = None, envelopes: EnvelopeTable | None = None,
-                 linkfacts: LinkFactMatcher | None = None):
+                 linkfacts: LinkFactMatcher | None = None, lang: str = "en",
+                 untranslated: tuple[str, ...] = ()):
+        self.lang = lang  # the language of every human text loaded (remedies, meanings, names)
+        self.untranslated = untranslated  # built-in entries without one of their languages (`rules check` fails)
         self.catalog = catalog
         self.apis = apis
         self.neighbours = neighbours or NeighbourMatcher([])
@@ -107,6 +130,7 @@ class RuleSet:
         self._by_code: dict[int, list[Rule]] = {}
         self._generic = [r for r in self._ordered if r.codes is None]
         self.uses_nearby = any(r.nearby is not None for r in rules)
+        self.uses_versions = any(r.versions is not None for r in rules)
         self.disabled: dict[str, str] = {}  # rule id -> why it stopped being tried (a regex timeout)
         self._texts: RuleTexts | None = None
 
@@ -124,15 +148,17 @@ class RuleSet:
             self._by_code[value] = rules
         return rules
 
-    def match(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
-        """The most specific rule for a code found with this API context, and whether the finding
-        is recoverable (the rule says so when it sets `recoverable`, else the catalog's code)."""
+    def match(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str],
+              versions: Versions = ()) -> RuleMatch:
+        """The most specific rule for a code found with this API context (and the versions its
+        process logged before it: `((kind, version), ...)`), and whether the finding is
+        recoverable (the rule says so when it sets `recoverable`, else the catalog's code)."""
         code = self.catalog.get(value)
         for rule in self.candidates(value):
             if rule.id in self.disabled:
                 continue
             try:
-                hit = rule.matches(value, code is not None, api, in_cluster, nearby_text)
+                hit = rule.matches(value, code is not None, api, in_cluster, nearby_text, versions)
             except TimeoutError:
                 self.disabled[rule.id] = (f"rule {rule.id}: `nearby` regex ran over {NEARBY_TIMEOUT:g} s on one "
                                           "finding; rule disabled for this run")
@@ -143,9 +169,14 @@ class RuleSet:
         raise AssertionError(f"no rule for {format_code(value)}")  # the fallback always matches
 
     @classmethod
-    def load(cls, extra_dirs: list[Path] | tuple[Path, ...] = (), builtin_dir: Path = BUILTIN_RULES_DIR) -> RuleSet:
-        """Load built-in rules, then each extra directory (later ones override earlier ones)."""
+    def load(cls, extra_dirs: list[Path] | tuple[Path, ...] = (), builtin_dir: Path = BUILTIN_RULES_DIR,
+             lang: str = "en") -> RuleSet:
+        """Load built-in rules, then each extra directory (later ones override earlier ones); human
+        text in `lang` (en or zh; an entry without Chinese keeps its English)."""
+        if lang not in LANGS:
+            raise RuleError(f"language {lang!r} is not one of {', '.join(LANGS)}")
         dirs = [builtin_dir, *map(Path, extra_dirs)]
+        missing: list[str] = []
         for d in dirs:
             if not d.is_dir():
                 raise RuleError(f"{d}: rules directory does not exist")
@@ -153,10 +184,10 @@ class RuleSet:
         apis_path = _last_existing(dirs, "apis.yaml")
         if catalog_path is None or apis_path is None:
             raise RuleError(f"{builtin_dir}: catalog.yaml and apis.yaml are required")
-        catalog = Catalog.load(catalog_path)
+        catalog = Catalog.load(catalog_path, lang, missing)
         apis = ApiTable.load(apis_path)
         neighbours_path = _last_existing(dirs, "neighbours.yaml")
-        neighbours = NeighbourMatcher.load(neighbours_path)
+        neighbours = NeighbourMatcher.load(neighbours_path, lang, missing)
         envelopes_path = _last_existing(dirs, "envelopes.yaml")
         envelopes = EnvelopeTable.load(envelopes_path) if envelopes_path else EnvelopeTable([])
         linkfacts_path = _last_existing(dirs, "linkfacts.yaml")
@@ -169,26 +200,26 @@ class RuleSet:
             id=UNKNOWN_RULE_ID, codes=None, unknown=True, apis=None, not_apis=None,
             in_cluster_results=None, nearby=None, action="collect-logs", recoverable=None,
             recoverable_set=False,
-            remedy="An LLM-DataDist code (0x5010B0xx) this catalog does not know, probably from a newer CANN "
-                   "release. Look it up in the error-code page of the CANN version in use and collect "
-                   "host/device logs.",
+            remedy=catalog.unknown_remedy,
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
         sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path) if p]
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
-                if path.name in ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml"):
+                if path.name in TABLES:
                     continue
                 sources.append(path)
-                for rule in load_rule_file(path, catalog, apis, builtin=index == 0):
+                for rule in load_rule_file(path, catalog, apis, builtin=index == 0, lang=lang, missing=missing):
                     earlier = rules.get(rule.id)
                     if earlier is not None and earlier.origin == str(path):
                         raise RuleError(f"{path}: rule {rule.id}: id is defined twice in this file")
                     if earlier is not None and not earlier.default and earlier.origin.startswith(str(d) + "/"):
                         raise RuleError(f"{path}: rule {rule.id}: id is also defined in {earlier.origin}")
                     rules[rule.id] = rule  # a later directory overrides an earlier one
-        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts)
+        builtin = str(builtin_dir) + "/"
+        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts, lang,
+                   tuple(m for m in missing if m.startswith(builtin)))
 
 
 def _last_existing(dirs: list[Path], name: str) -> Path | None:
@@ -211,16 +242,18 @@ def default_rule(code: Code, origin: Path) -> Rule:
     )
 
 
-def load_rule_file(path: Path, catalog: Catalog, apis: ApiTable, builtin: bool) -> list[Rule]:
+def load_rule_file(path: Path, catalog: Catalog, apis: ApiTable, builtin: bool, lang: str = "en",
+                   missing: list[str] | None = None) -> list[Rule]:
     data = read_yaml(path)
     if data is None:
         return []
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a `rules` list")
-    return [_parse_rule(raw, i, path, catalog, apis, builtin) for i, raw in enumerate(data["rules"])]
+    return [_parse_rule(raw, i, path, catalog, apis, builtin, lang, missing) for i, raw in enumerate(data["rules"])]
 
 
-def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: ApiTable, builtin: bool) -> Rule:
+def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: ApiTable, builtin: bool,
+                lang: str = "en", missing: list[str] | None = None) -> Rule:
     if not isinstance(raw, dict):
         raise RuleError(f"{path}: rule #{index + 1}: must be a mapping")
     rid = raw.get("id")
@@ -250,9 +283,19 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
     action = raw.get("action")
     if action not in ACTIONS:
         raise fail(f"action {action!r} is not one of: {', '.join(ACTIONS)}")
-    remedy = raw.get("remedy")
-    if not isinstance(remedy, str) or not remedy.strip():
+    remedy = localized(raw, "remedy", lang, missing, where)
+    if not isinstance(remedy, str) or not remedy.strip() or not isinstance(raw.get("remedy"), str):
         raise fail("`remedy` must be non-empty text")
+    description = localized(raw, "description", lang, missing if "description" in raw else None, where)
+    versions = None
+    if "versions" in match:
+        try:
+            versions = VersionCondition.parse(match["versions"])
+        except ValueError as exc:
+            raise fail(f"match.versions: {exc}") from None
+    follows = raw.get("follows")
+    if follows is not None and follows not in BINDINGS:
+        raise fail(f"`follows` must be one of {', '.join(BINDINGS)}")
     rec = raw.get("recoverable", None)
     if rec is not None and not isinstance(rec, bool):
         raise fail("`recoverable` must be true or false")
@@ -265,7 +308,7 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
         in_cluster_results=cluster, nearby=nearby, action=action, recoverable=rec,
         recoverable_set="recoverable" in raw, remedy=" ".join(remedy.split()), references=tuple(refs),
         examples_match=tuple(ex_match), examples_no_match=tuple(ex_no), origin=str(path), builtin=builtin,
-        description=" ".join(str(raw.get("description") or "").split()),
+        description=" ".join(str(description or "").split()), versions=versions, follows=follows,
     )
 
 

@@ -166,5 +166,9 @@ def check_examples(rules: RuleSet) -> list[str]:
     examples included (empty when all pass)."""
     facts_paths = [p for p in rules.sources if p.name == "linkfacts.yaml"]
     facts = rules.linkfacts.check_examples(str(facts_paths[-1])) if facts_paths else []
+    from ..knowledge.messages import check_messages
+
+    # A built-in entry must say everything in English and in Chinese (`field` and `field_zh`).
+    languages = [f"{m} (every built-in entry has its English and Chinese text)" for m in rules.untranslated]
     return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
-            + check_envelope_examples(rules) + facts)
+            + check_envelope_examples(rules) + facts + languages + check_messages())

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.progress import human_bytes
 from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
+from ..knowledge.messages import action_label, current, noun, t
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -26,12 +27,12 @@ def node_label(node: str | None, source: str | None, more: int = 0) -> str:
     if node:
         return node
     if not source:
-        return "logs without a node name"
-    return log_name(source) + (f" and {plural(more, 'other log')}" if more else "")
+        return t("logs_without_node")
+    return log_name(source) + (t("and_other_logs", n=plural(more, "other log")) if more else "")
 
 
 def describe_code(code: str, name: str | None) -> str:
-    return f"{name} ({code})" if name else f"unknown LLM-DataDist code {code}"
+    return f"{name} ({code})" if name else t("unknown_code", code=code)
 
 
 def short_source(source: str, width: int, keep: str | None = None) -> str:
@@ -99,7 +100,7 @@ class Style:
 def span_of(start: str | None, end: str | None) -> str:
     """`2025-11-12 03:40:01.200-03:40:04`: an incident's time span, the date once."""
     if not start:
-        return "no timestamp"
+        return t("no_timestamp")
     first = start.replace("T", " ")[:23]
     if not end or end == start:
         return first
@@ -113,19 +114,31 @@ def context_lines(analysis: Analysis, source: str, line: int) -> list[tuple[int,
 
 def describe_api(api: str | None, evidence: str | None, api_line: int | None = None) -> str:
     if not api:
-        return "API unknown"
-    where = {"func": "Func field", "tag": "[tag]", "message": "message text",
-             "traceback": "traceback frame", "nearby": "earlier line"}.get(evidence or "", evidence or "")
+        return t("api_unknown")
+    known = ("func", "tag", "message", "traceback", "nearby")
+    where = t(f"evidence_{evidence}") if evidence in known else (evidence or "")
     if api_line is not None:
         where += f" {api_line}"
-    return f"from {api} ({where})"
+    return t("from_api", api=api, where=where)
+
+
+def action_words(action: str) -> str:
+    """An action id as a report shows it: the id in English; its words and the id in Chinese."""
+    return action if current() == "en" else f"{action_label(action)}（{action}）"
 
 
 def recoverable_word(value: bool | None) -> str:
-    return {True: "recoverable", False: "NOT recoverable", None: "recoverability unknown"}[value]
+    return t({True: "recoverable_yes", False: "recoverable_no", None: "recoverable_unknown"}[value])
+
+
+# English nouns whose entry in messages.yaml (`nouns:`) has another name
+_NOUN_KEYS = {"generic LLM_FAILED echo": "echo", "file or folder": "excluded", "API": "api"}
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
+    """`3 findings` (or `3 条发现`): a count and its noun in the report's language."""
+    if current() != "en":
+        return noun(n, _NOUN_KEYS.get(word, word.replace(" ", "_")))
     return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
@@ -134,18 +147,18 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 def inputs_line(analysis: Analysis) -> str:
     i = analysis.inputs
     s = analysis.summary
-    return (f"{plural(s.findings, 'finding')} ({s.unrecoverable:,} not known recoverable) in "
-            f"{plural(i.files, 'file')}, {plural(i.lines, 'line')}, {human_bytes(i.bytes)} read"
-            + (f"; {plural(len(i.skipped), 'input')} (or parts) skipped" if i.skipped else "")
-            + (f"; {plural(len(set(i.notes)), 'note')} on inputs" if i.notes else "")
-            + (f"; {plural(i.excluded, 'file or folder', 'files or folders')} left out by --include/--exclude"
-               if i.excluded else "")
-            + (f"; {plural(i.outside_window, 'finding')} outside --since/--until" if i.outside_window else ""))
+    return (t("inputs_line", findings=plural(s.findings, "finding"), unrecoverable=f"{s.unrecoverable:,}",
+              files=plural(i.files, "file"), lines=plural(i.lines, "line"), size=human_bytes(i.bytes))
+            + (t("inputs_skipped", n=plural(len(i.skipped), "input")) if i.skipped else "")
+            + (t("inputs_notes", n=plural(len(set(i.notes)), "note")) if i.notes else "")
+            + (t("inputs_excluded", n=plural(i.excluded, "file or folder", "files or folders")) if i.excluded else "")
+            + (t("inputs_outside", n=plural(i.outside_window, "finding")) if i.outside_window else ""))
 
 
 def describe_causes(causes: Sequence[Cause]) -> str:
     """`hccl 9 (HCCL timeout) at line 55; runtime 507046 (stream sync timeout) at line 67`."""
-    return "; ".join(f"{c.family} {c.code} ({c.meaning}) at line {c.line}" for c in causes)
+    return t("story_join").join(t("cause", family=c.family, code=c.code, meaning=c.meaning, line=c.line)
+                                for c in causes)
 
 
 def describe_also(also: Sequence[AlsoCode], limit: int | None = None) -> str:
@@ -153,16 +166,16 @@ def describe_also(also: Sequence[AlsoCode], limit: int | None = None) -> str:
     then how many more)."""
     items = []
     for a in also[:limit]:
-        text = a.name or f"unknown {a.code}"
+        text = a.name or t("unknown_short", code=a.code)
         if a.api:
-            text += f" from {a.api}"
+            text += t("also_from", api=a.api)
         text += f" -> {a.action}"
         if a.recoverable is False:
-            text += " (NOT recoverable)"
+            text += t("also_not_recoverable")
         items.append(text)
     if len(also) > len(items):
-        items.append(f"and {plural(len(also) - len(items), 'more code')}")
-    return ", ".join(items)
+        items.append(t("and_more_codes", n=plural(len(also) - len(items), "more code")))
+    return t("list_join").join(items)
 
 
 def describe_burst_extras(burst: Burst, limit: int | None = None) -> str:
@@ -170,12 +183,12 @@ def describe_burst_extras(burst: Burst, limit: int | None = None) -> str:
     (empty when none)."""
     notes = []
     if burst.repeats:
-        notes.append(f"{plural(burst.repeats, 'repeat')} of the lead")
+        notes.append(t("repeats", n=plural(burst.repeats, "repeat")))
     if burst.echoes:
-        notes.append(f"{plural(burst.echoes, 'generic LLM_FAILED echo', 'generic LLM_FAILED echoes')}")
+        notes.append(t("echoes", n=plural(burst.echoes, "generic LLM_FAILED echo", "generic LLM_FAILED echoes")))
     if burst.also:
-        notes.append("also " + describe_also(burst.also, limit))
-    return "; ".join(notes)
+        notes.append(t("also", items=describe_also(burst.also, limit)))
+    return t("story_join").join(notes)
 
 
 def known_errors_lines(analysis: Analysis, limit: int = 20) -> list[str]:
@@ -223,3 +236,17 @@ def fold_span(row: FoldedRow) -> str:
     if row.first_seen:
         span += f", {row.first_seen}" + (f" .. {row.last_seen}" if row.last_seen != row.first_seen else "")
     return span
+
+
+def version_rows(analysis: Analysis) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(node, [(kind, versions)]) for each node whose logs name a version (CANN, driver,
+    llm_datadist, HIXL, vLLM, ...), by node name; several versions of one kind joined by `/`."""
+    from ..core.observations import VERSION_KINDS
+
+    rows = []
+    for node in sorted(analysis.links, key=lambda n: n or ""):
+        versions = analysis.links[node].versions
+        found = [(kind, "/".join(sorted(versions[kind]))) for kind in VERSION_KINDS if versions.get(kind)]
+        if found:
+            rows.append((node or t("logs_without_node"), found))
+    return rows

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from ..knowledge.messages import language, t
 from . import safe
-from .common import context_lines, inputs_line, plural, span_of
+from .common import context_lines, inputs_line, plural, span_of, version_rows
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -35,7 +36,8 @@ LANE, LEFT, WIDTH = 26, 190, 1100  # timeline geometry (px)
 # Every rule is scoped to `.ddt` (the page's <body>, the notebook view's <div>), so the view
 # cannot restyle the notebook around it.
 _STYLE = """
-.ddt{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
+.ddt{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans CJK SC","Noto Sans SC","PingFang SC",
+"Microsoft YaHei",sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
 .ddt header{background:#1d2330;color:#fff;padding:18px 28px}.ddt header h1{margin:0 0 4px;font-size:22px;color:#fff}
 .ddt header p{margin:0;color:#c8ccd6}.ddt .chips span{display:inline-block;margin:8px 8px 0 0;padding:3px 10px;
 border-radius:12px;background:#2e3648;font-size:13px}.ddt main{padding:20px 28px;max-width:1240px}
@@ -81,17 +83,24 @@ def _seconds(ts: str | None) -> float | None:
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
+    with language(analysis.rules.lang):
+        _write(analysis, out)
+
+
+def _write(analysis: Analysis, out: TextIO) -> None:
     s = analysis.summary
-    out.write("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    html_lang = "zh-CN" if analysis.rules.lang == "zh" else "en"
+    out.write(f"<!DOCTYPE html>\n<html lang=\"{html_lang}\"><head><meta charset=\"utf-8\">"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
               "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-              f"<title>ddtriage report</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head>"
+              f"<title>{_e(t('h_title'))}</title><style>{_STYLE}</style><script>{_SCRIPT}</script></head>"
               "<body class=\"ddt\">\n")
     out.write(_header(analysis) + "<main>\n<pre id=\"js-errors\" data-count=\"0\"></pre>\n")
     out.write(_diagnosis(analysis, s.incidents))
     out.write(_related_table(analysis.related))
     out.write(_findings_table(analysis))
+    out.write(_versions_table(analysis))
     out.write("</main></body></html>\n")
 
 
@@ -103,6 +112,11 @@ def first_screen(analysis: Analysis) -> str:
     """The first screen of the report, as a fragment for a notebook (`Analysis._repr_html_`): the
     header, the timeline, the first incidents and the first findings rows, with the page's own
     (scoped) style and no script; the rest is a count that points to the frames."""
+    with language(analysis.rules.lang):
+        return _first_screen(analysis)
+
+
+def _first_screen(analysis: Analysis) -> str:
     s = analysis.summary
     shown = s.incidents[:SCREEN_INCIDENTS]
     more = len(s.incidents) - len(shown)
@@ -115,10 +129,10 @@ def first_screen(analysis: Analysis) -> str:
 
 def _header(analysis: Analysis) -> str:
     s = analysis.summary
-    chips = [plural(s.findings, "finding"), f"{s.unrecoverable} not known recoverable",
+    chips = [plural(s.findings, "finding"), t("h_not_recoverable_chip", n=s.unrecoverable),
              plural(len(s.incidents), "incident"), plural(len(analysis.related), "related error"),
              plural(len(s.nodes), "node")]
-    return (f"<header><h1>ddtriage report</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
+    return (f"<header><h1>{_e(t('h_title'))}</h1><p>{_e(inputs_line(analysis))}</p><div class=\"chips\">"
             + "".join(f"<span>{_e(c)}</span>" for c in chips) + "</div></header>")
 
 
@@ -127,18 +141,18 @@ def _diagnosis(analysis: Analysis, cards: Sequence[Incident], timed: Sequence[In
     s = analysis.summary
     timed = cards if timed is None else timed
     if timed:
-        return ("<h2>Timeline</h2>\n" + _legend(timed) + "<div class=\"svgbox\">"
+        return (f"<h2>{_e(t('h_timeline'))}</h2>\n" + _legend(timed) + "<div class=\"svgbox\">"
                 + timeline(timed, s.bursts, analysis.related) + "</div>\n"
-                "<h2>Incidents, most severe first</h2>\n" + "".join(_incident(analysis, inc) for inc in cards))
-    return "" if s.findings else "<h2>No LLM-DataDist status codes found.</h2>\n"
+                f"<h2>{_e(t('h_incidents'))}</h2>\n" + "".join(_incident(analysis, inc) for inc in cards))
+    return "" if s.findings else f"<h2>{_e(t('no_findings'))}</h2>\n"
 
 
 def _legend(incidents: Sequence[Incident]) -> str:
     words = sorted({i.action_word for i in incidents})
     return ("<div class=\"legend\">" + "".join(
         f"<span><i style=\"background:{COLOURS.get(w, '#5c677d')}\"></i>{_e(w)}</span>" for w in words)
-        + "<span><i style=\"background:#fff;border:2px solid #1d2330\"></i>lead</span>"
-        "<span>● LLM-DataDist burst &nbsp; ◆ related error</span></div>\n")
+        + f"<span><i style=\"background:#fff;border:2px solid #1d2330\"></i>{_e(t('h_lead_legend'))}</span>"
+        f"<span>{t('h_marks_legend')}</span></div>\n")
 
 
 def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Sequence[RelatedEvent]) -> str:
@@ -157,7 +171,7 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
             at = LEFT + 10 + ((t if t is not None else t0) - t0) / span * (WIDTH - LEFT - 40)
             return min(max(at, LEFT + 6), WIDTH - 26)  # a whole-second stamp may sit just outside
 
-        parts.append(f'<text x="8" y="{y + 14}" font-weight="700" font-size="13">Incident {inc.id}</text>'
+        parts.append(f'<text x="8" y="{y + 14}" font-weight="700" font-size="13">{_e(t("h_incident", n=inc.id))}</text>'
                      f'<text x="{LEFT + 10}" y="{y + 14}" font-size="12" fill="#5c677d">'
                      f'{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}</text>')
         y += 22
@@ -169,8 +183,8 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
             b = bursts[i]
             ly = lanes.get(b.node or "(no node)", y)
             a, z = x(_seconds(b.first_seen)), x(_seconds(b.last_seen))
-            title = _e(f"{b.lead.name or b.lead.code} from {b.lead.api or '?'} · {b.source}:{b.first_line} · "
-                       f"{plural(b.findings, 'finding')}")
+            title = _e(f"{b.lead.name or b.lead.code}{t('h_from', api=b.lead.api or '?')} · "
+                       f"{b.source}:{b.first_line} · {plural(b.findings, 'finding')}")
             if z - a > 6:
                 parts.append(f'<rect x="{a:.1f}" y="{ly + 5}" width="{z - a:.1f}" height="{LANE - 16}" rx="5" '
                              f'fill="{colour}" fill-opacity="0.75"><title>{title}</title></rect>')
@@ -187,10 +201,10 @@ def timeline(incidents: Sequence[Incident], bursts: Sequence[Burst], related: Se
         ly = lanes.get(lead.node or "(no node)", y)
         lx, cy = x(_seconds(lead.timestamp)), ly + (LANE - 6) / 2
         parts.append(f'<circle cx="{lx:.1f}" cy="{cy}" r="10" fill="none" stroke="#1d2330" stroke-width="2.5">'
-                     f'<title>{_e("lead: " + lead.family + " " + lead.code)}</title></circle>'
+                     f'<title>{_e(t("h_lead") + " " + lead.family + " " + lead.code)}</title></circle>'
                      f'<text x="{min(lx + 14, WIDTH - 150):.1f}" y="{cy + 4:.1f}" font-size="11.5" '
                      f'font-weight="700" stroke="#fff" stroke-width="3" paint-order="stroke">'
-                     f'lead: {_e(lead.family)} {_e(lead.code)}</text>')
+                     f'{_e(t("h_lead"))} {_e(lead.family)} {_e(lead.code)}</text>')
         y += len(lanes) * LANE + 14
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{y}" viewBox="0 0 {WIDTH} {y}" '
             f'role="img" aria-label="timeline of the incidents">' + "".join(parts) + "</svg>")
@@ -200,16 +214,16 @@ def _incident(analysis: Analysis, inc: Incident) -> str:
     lead = inc.lead
     colour = COLOURS.get(inc.action_word, "#5c677d")
     shown = context_lines(analysis, lead.source, lead.line)
-    lines = "".join(f'<span class="lead">{_e(f"{n:>6}  {t}")}</span>' if n == lead.line
-                    else _e(f"{n:>6}  {t}") + "\n" for n, t in shown) if shown \
+    lines = "".join(f'<span class="lead">{_e(f"{n:>6}  {text}")}</span>' if n == lead.line
+                    else _e(f"{n:>6}  {text}") + "\n" for n, text in shown) if shown \
         else f'<span class="lead">{_e(lead.text)}</span>'
     return (f'<div class="card" id="incident-{inc.id}" style="border-left-color:{colour}">'
             f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))}</h3>'
             f'<div class="meta">{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}'
-            f'{" · not recoverable by itself" if inc.severe else ""}</div>'
+            f'{_e(t("h_severe")) if inc.severe else ""}</div>'
             f'<p class="story">{_e(inc.story)}</p>'
-            f'<div class="meta">lead: <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) on '
-            f'{_e(lead.node or "(no node)")}, <code>{_e(lead.source)}:{lead.line}</code></div>'
+            f'<div class="meta">{_e(t("h_lead"))} <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) '
+            f'{_e(t("h_on"))} {_e(lead.node or t("h_no_node"))}, <code>{_e(lead.source)}:{lead.line}</code></div>'
             f'<pre>{lines}</pre>'
             f'<p><span class="action" style="background:{colour}">{_e(inc.action_word)}</span>{_e(inc.action)}</p>'
             "</div>\n")
@@ -222,7 +236,7 @@ def _table(title: str, head: list[str], rows: list[list[Cell]], more: int, where
            sortable: bool = True) -> str:
     out = [f"<h2>{_e(title)}</h2>"]
     if not rows:
-        return out[0] + '<p class="none">None.</p>\n'
+        return out[0] + f'<p class="none">{_e(t("h_none"))}</p>\n'
     out.append(f'<table class="{"sortable" if sortable else "plain"}"><thead><tr>'
                + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>")
     for row in rows:
@@ -230,7 +244,7 @@ def _table(title: str, head: list[str], rows: list[list[Cell]], more: int, where
                                     for cell, v in row) + "</tr>")
     out.append("</tbody></table>")
     if more:
-        out.append(f'<p class="none">{more} more rows: see {_e(where)}.</p>')
+        out.append(f'<p class="none">{_e(t("h_more_rows", n=more, where=where))}</p>')
     return "".join(out) + "\n"
 
 
@@ -238,8 +252,18 @@ def _related_table(related: Sequence[RelatedEvent]) -> str:
     rows: list[list[Cell]] = [[(f"<code>{_e(e.source)}:{e.line}</code>", None), (_e(e.node or ""), None),
              (_e(e.timestamp or ""), None), (_e(e.family), None), (_e(e.code), None), (_e(e.meaning), None)]
             for e in related[:MAX_ROWS]]
-    return _table("Related errors (runtime, HCCL, socket, CANN, HIXL, torch_npu, MindIE)",
-                  ["where", "node", "time", "family", "code", "meaning"], rows, max(0, len(related) - MAX_ROWS))
+    return _table(t("h_related"), [t(f"h_col_{c}") for c in ("where", "node", "time", "family", "code", "meaning")],
+                  rows, max(0, len(related) - MAX_ROWS))
+
+
+def _versions_table(analysis: Analysis) -> str:
+    """Each node's CANN, driver, llm_datadist, HIXL and framework versions (none: no table)."""
+    found = version_rows(analysis)
+    if not found:
+        return ""
+    rows: list[list[Cell]] = [[(_e(node), None), (_e(", ".join(f"{k} {v}" for k, v in versions)), None)]
+                              for node, versions in found]
+    return _table(t("h_versions"), [t("h_col_node"), t("h_col_versions")], rows, 0)
 
 
 def _findings_table(analysis: Analysis, limit: int = MAX_ROWS, where: str = "--format json") -> str:
@@ -249,6 +273,6 @@ def _findings_table(analysis: Analysis, limit: int = MAX_ROWS, where: str = "--f
              (f'<span class="action" style="background:{COLOURS.get(r.action, "#5c677d")}">{_e(r.action)}</span>',
               r.action), (str(r.count), str(r.count))]
             for r in folded[:limit]]
-    return _table("Findings (repeats folded by fingerprint and node)",
-                  ["where", "node", "first seen", "code", "API", "action", "count"], rows,
+    return _table(t("h_findings"), [t(f"h_col_{c}") for c in ("where", "node", "first_seen", "code", "api", "action",
+                                                              "count")], rows,
                   max(0, len(folded) - limit), where, sortable=limit == MAX_ROWS)

@@ -10,8 +10,12 @@ is cut, with `…`.
 
 from __future__ import annotations
 
+import re
 import textwrap
+import unicodedata
 from collections.abc import Sequence
+
+from ..knowledge.messages import current, t
 
 GAP = "  "
 INDENT = "    "
@@ -19,17 +23,65 @@ MORE_HINT = "(see --format json, or --full)"
 NBSP = "\ue000"  # joins words that wrap() keeps on one line (`hccl 9`); printed as a space
 
 
+def cols(text: str) -> int:
+    """The columns `text` takes on a terminal: CJK (east-asian wide and full-width) take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
+               for c in text)
+
+
+def ljust(text: str, width: int) -> str:
+    return text + " " * max(0, width - cols(text))
+
+
+def rjust(text: str, width: int) -> str:
+    return " " * max(0, width - cols(text)) + text
+
+
 def clip(text: str, width: int) -> str:
-    """`text` cut to `width` with `…` when longer."""
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
+    """`text` cut to `width` columns with `…` when wider."""
+    if cols(text) <= width:
+        return text
+    out, used = "", 0
+    for c in text:
+        w = cols(c)
+        if used + w > width - 1:
+            break
+        out, used = out + c, used + w
+    return out + "…"
+
+
+# A unit of CJK prose that a line may break after: one wide character and the punctuation after it
+# (a line never starts with `，` or `）`), or a run of other non-space characters (a word, a code).
+_WIDE_CHARS = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
+_UNITS = re.compile(rf"\s+|[{_WIDE_CHARS}][，。；：、）」』！？%]*|[^\s{_WIDE_CHARS}]+[，。；：、）」』！？]*")
+
+
+_WIDE = re.compile(f"[{_WIDE_CHARS}]")
 
 
 def wrap(text: str, width: int, indent: str = "", rest: str | None = None) -> list[str]:
-    """Prose wrapped at spaces, never inside a word; a word longer than the line is cut with `…`."""
+    """Prose wrapped at spaces, never inside a word; a word longer than the line is cut with `…`.
+    Chinese may break between any two characters (measured in terminal columns)."""
     rest = indent if rest is None else rest
-    lines = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=rest,
-                          break_long_words=False, break_on_hyphens=False) or [indent]
-    return [clip(line, width).replace(NBSP, " ") for line in lines]
+    if text.isascii() or not _WIDE.search(text):
+        lines = textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=rest,
+                              break_long_words=False, break_on_hyphens=False) or [indent]
+        return [clip(line, width).replace(NBSP, " ") for line in lines]
+    lead = text[:len(text) - len(text.lstrip())]  # ` 1. ...`: the first line keeps its leading spaces
+    out, line = [], indent + lead
+    for unit in _UNITS.findall(" ".join(text.split())):
+        if unit.isspace():
+            if line.strip():
+                line += " "
+            continue
+        if cols(line) + cols(unit) > width and line.strip():
+            out.append(line.rstrip())
+            line = rest
+        line += unit
+    out.append(line.rstrip() if line.strip() else indent)
+    return [clip(x, width).replace(NBSP, " ") for x in out]
 
 
 def table(rows: Sequence[Sequence[str]], width: int, header: Sequence[str] | None = None,
@@ -41,7 +93,7 @@ def table(rows: Sequence[Sequence[str]], width: int, header: Sequence[str] | Non
     n = max(len(r) for r in rows)
     cells = [list(r) + [""] * (n - len(r)) for r in rows]
     head = list(header or []) + [""] * (n - len(header or []))
-    widths = [max([len(c[i]) for c in cells] + ([len(head[i])] if header else [])) for i in range(n)]
+    widths = [max([cols(c[i]) for c in cells] + ([cols(head[i])] if header else [])) for i in range(n)]
     room = width - len(indent)
 
     def span(k: int) -> int:  # width of the first k columns, aligned
@@ -56,7 +108,7 @@ def table(rows: Sequence[Sequence[str]], width: int, header: Sequence[str] | Non
         for i in range(k):
             v = values[i]
             last = i == k - 1 and k == n
-            parts.append(v.rjust(widths[i]) if i in right else (v if last else v.ljust(widths[i])))
+            parts.append(rjust(v, widths[i]) if i in right else (v if last else ljust(v, widths[i])))
         return clip((indent + GAP.join(parts)).rstrip(), width)
 
     head_lines = [line(head, aligned)] if header else []
@@ -70,7 +122,7 @@ def table(rows: Sequence[Sequence[str]], width: int, header: Sequence[str] | Non
         for v in rest:
             v = clip(v, width - len(cont))
             candidate = current + (GAP if current != cont else "") + v
-            if len(candidate) > width and current != cont:
+            if cols(candidate) > width and current != cont:
                 lines.append(current)
                 candidate = cont + v
             current = candidate
@@ -97,5 +149,13 @@ def bounded(blocks: Sequence[Sequence[str]], budget: int | None, total: int | No
         out += block
         shown += 1
     if total > shown:
-        out.append(f"{indent}… {total - shown:,} {what} {MORE_HINT}")
+        if current() == "en":
+            out.append(f"{indent}… {total - shown:,} {what} {MORE_HINT}")
+        else:
+            out.append(indent + t("more", n=f"{total - shown:,}", what=t(_WHAT.get(what, "more_items"))))
     return out
+
+
+# what `bounded` counts, as its callers name it in English -> its entry in messages.yaml
+_WHAT = {"more rows": "more_rows", "more bursts": "more_bursts", "more groups of bursts": "more_groups",
+         "more incidents": "more_incidents", "more nodes": "more_nodes", "more bundles": "more_bundles"}

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, TextIO
 
 from ..diagnose.incidents import NO_NODE
+from ..knowledge.messages import current, language, t
 from . import safe
 from .common import (
     context_lines,
@@ -27,8 +28,9 @@ from .common import (
     plural,
     recoverable_word,
     span_of,
+    version_rows,
 )
-from .layout import MORE_HINT
+from .layout import _WHAT, MORE_HINT
 
 if TYPE_CHECKING:
     from ..diagnose.summary import Summary
@@ -49,7 +51,11 @@ def _limit(analysis: Analysis, section: str) -> int | None:
 
 def _more(left: int, what: str = "more") -> list[str]:
     """The line that counts the rows a section leaves out (none when it leaves none out)."""
-    return ["", f"… {left:,} {what} {MORE_HINT}"] if left > 0 else []
+    if left <= 0:
+        return []
+    if current() == "en":
+        return ["", f"… {left:,} {what} {MORE_HINT}"]
+    return ["", t("md_more", n=f"{left:,}", what=t(_WHAT.get(what, "more_items")))]
 
 
 _cell = safe.markdown  # untrusted names and text: no HTML, link, row or line can come out of them
@@ -70,19 +76,18 @@ def incidents_md(analysis: Analysis) -> list[str]:
     incidents = analysis.summary.incidents
     if not incidents:
         return []
-    out = ["## Incidents", "", "Most severe first. The lead is the earliest lower-level error on either side, else "
-           "the earliest specific LLM-DataDist code.", ""]
+    out = [t("md_incidents"), "", t("md_incidents_note"), ""]
     limit = _limit(analysis, "incidents")
     for inc in incidents[:limit]:
         lead = inc.lead
         nodes = " + ".join(node_label(None if n == NO_NODE else n, lead.source) for n in inc.nodes)
         out += [f"### {inc.id}. {_cell(nodes)} ({_cell(span_of(inc.start, inc.end))}, "
                 f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), "",
-                f"- **Lead:** {_cell(lead.family)} {_cell(lead.code)} ({_cell(lead.meaning)}) on "
-                f"{_cell(node_label(lead.node, lead.source))}, `{_code(lead.source)}:{lead.line}`",
-                f"- **Action: `{inc.action_word}`** {_cell(inc.action)}", ""]
+                t("md_lead", family=_cell(lead.family), code=_cell(lead.code), meaning=_cell(lead.meaning),
+                  node=_cell(node_label(lead.node, lead.source)), where=f"`{_code(lead.source)}:{lead.line}`"),
+                t("md_action", action=inc.action_word, text=_cell(inc.action)), ""]
         shown = context_lines(analysis, lead.source, lead.line)
-        lines = [f"{'>' if n == lead.line else ' '}{n:>6}  {t}" for n, t in shown] or [lead.text]
+        lines = [f"{'>' if n == lead.line else ' '}{n:>6}  {text}" for n, text in shown] or [lead.text]
         out += _code_block(lines) + [""]
     if limit is not None and len(incidents) > limit:
         out += _more(len(incidents) - limit, "more incidents")[1:] + [""]
@@ -110,8 +115,7 @@ def related_md(analysis: Analysis) -> list[str]:
     """Neighbour-family errors on their own, whether or not an LLM-DataDist code is present."""
     if not analysis.related:
         return []
-    out = ["## Related errors", "", "Runtime, HCCL, socket, CANN, HIXL, torch_npu and MindIE errors (not "
-           "LLM-DataDist codes).", "", "| where | node | time | family | code | meaning |", "|---|---|---|---|---|---|"]
+    out = [t("md_related"), "", t("md_related_note"), "", t("md_related_head"), "|---|---|---|---|---|---|"]
     limit = _limit(analysis, "related")
     for e in analysis.related[:limit]:
         out.append(f"| `{_code(e.source)}:{e.line}` | {_cell(e.node or '')} | {_cell(e.timestamp or '')} | "
@@ -125,55 +129,70 @@ def write(analysis: Analysis, out: TextIO) -> None:
 
 
 def render(analysis: Analysis) -> str:
+    with language(analysis.rules.lang):
+        return _render(analysis)
+
+
+def versions_md(analysis: Analysis) -> list[str]:
+    """Each node's CANN, driver, llm_datadist, HIXL and framework versions, as its logs name them."""
+    rows = version_rows(analysis)
+    if not rows:
+        return []
+    return ["", t("md_versions"), "", t("md_versions_head"), "|---|---|"] + [
+        f"| {_cell(node)} | {_cell(', '.join(f'{k} {v}' for k, v in versions))} |" for node, versions in rows]
+
+
+def _render(analysis: Analysis) -> str:
     s = analysis.summary
-    out = ["# ddtriage report", "", inputs_line(analysis), ""]
+    out = [t("md_title"), "", inputs_line(analysis), ""]
     skipped = analysis.inputs.to_dict()["skipped"]
     if skipped:
-        out += ["## Skipped inputs", "", "| input | reason |", "|---|---|"]
+        out += [t("md_skipped"), "", t("md_skipped_head"), "|---|---|"]
         out += [f"| {_cell(x['source'])} | {_cell(x['reason'])} |" for x in skipped[:_limit(analysis, "inputs")]]
         out += _more(len(skipped) - len(skipped[:_limit(analysis, "inputs")]), "more skipped")
         out.append("")
     notes = analysis.inputs.to_dict().get("notes", [])
     if notes:  # read in full with a caveat, or ddtriage's own report left out: no data lost
-        out += ["## Notes on inputs", "", "| input | note |", "|---|---|"]
+        out += [t("md_notes"), "", t("md_notes_head"), "|---|---|"]
         out += [f"| {_cell(x['source'])} | {_cell(x['note'])} |" for x in notes[:_limit(analysis, "inputs")]]
         out += _more(len(notes) - len(notes[:_limit(analysis, "inputs")]), "more notes")
         out.append("")
     known = known_errors_lines(analysis)
     if known:
-        out += ["## Known errors", ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]
+        out += [t("md_known"), ""] + [("  - " if ln.startswith(" ") else "- ") + _cell(ln.strip()) for ln in known]
         out.append("")
     out += incidents_md(analysis)
     if not s.findings:
-        out += ["No LLM-DataDist status codes found.", ""]
+        out += [t("no_findings"), ""]
     out += unexplained_md(analysis)
     out += related_md(analysis)
     if not s.findings:
         return "\n".join(out).rstrip("\n") + "\n"
     out += _recurring(analysis)
     out += _diagnosis(s, _limit(analysis, "diagnosis"))
-    out += ["", "## By node", "", "| node | findings | not known recoverable | logs |", "|---|---:|---:|---|"]
+    out += versions_md(analysis)
+    out += ["", t("md_by_node"), "", t("md_by_node_head"), "|---|---:|---:|---|"]
     nodes = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
     limit = _limit(analysis, "nodes")
     for node in nodes[:limit]:
-        kinds = ", ".join(f"{n} {k}" for k, n in node.kinds)
+        kinds = t("list_join").join(f"{n} {k}" if current() == "en" else plural(n, "kind_" + k) for k, n in node.kinds)
         name = node_label(node.node, node.sources[0] if node.sources else None, node.more_sources)
         out.append(f"| {_cell(name)} | {node.findings} | {node.unrecoverable} | {_cell(kinds)} |")
     out += _more(len(nodes) - len(nodes[:limit]), "more nodes")
-    out += ["", "## Codes by API", "", "| count | code | name | API | action | rule | first seen | sources |",
+    out += ["", t("md_codes"), "", t("md_codes_head"),
             "|---:|---|---|---|---|---|---|---|"]
     limit = _limit(analysis, "codes")
     codes = sorted(s.codes, key=lambda r: r.name == "LLM_FAILED")  # the generic echo after the specific codes
     for r in codes[:limit]:
-        out.append(f"| {r.count} | {r.code} | {_cell(r.name or 'unknown')} | {_cell(r.api or '-')} | "
+        unknown = t("unknown_short", code="").strip()
+        out.append(f"| {r.count} | {r.code} | {_cell(r.name or unknown)} | {_cell(r.api or '-')} | "
                    f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
     out += _more(len(s.codes) - len(s.codes[:limit]), "more rows")
-    out += ["", "## Findings", ""]
+    out += ["", t("md_findings"), ""]
     if len(s.folded) < s.findings:
-        out += ["Repeats are folded: findings with the same code, API, rule, message shape and node are one row.", ""]
-    out += ["Specific codes not known recoverable first, then the biggest; the generic LLM_FAILED echoes last.", "",
-            "| where | node | time | code | API (evidence) | action | rule | fingerprint |",
+        out += [t("md_folded_note"), ""]
+    out += [t("md_order_note"), "", t("md_findings_head"),
             "|---|---|---|---|---|---|---|---|"]
     folded = sorted(s.folded, key=lambda r: (r.name == "LLM_FAILED", r.recoverable is True, -r.count))
     limit = _limit(analysis, "findings")
@@ -213,7 +232,7 @@ def _recurring(analysis: Analysis) -> list[str]:
 
 def _diagnosis(s: Summary, limit: int | None = None) -> list[str]:
     """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
-    out = ["## Diagnosis", "", "Bursts of findings, most severe first; the lead is the earliest specific code.", ""]
+    out = [t("md_diagnosis"), "", t("md_diagnosis_note"), ""]
     storm = is_storm(s)
     if storm:
         out += [f"Storm: {s.findings:,} findings fold into {len(s.folded):,} rows (same code, API, rule, message shape "
@@ -225,13 +244,13 @@ def _diagnosis(s: Summary, limit: int | None = None) -> list[str]:
         when = lead.timestamp or ("~" + lead.inferred_time if lead.inferred_time else None)
         out.append(f"{n}. **{_cell(describe_code(lead.code, lead.name))}** "
                    f"{_cell(describe_api(lead.api, lead.api_evidence))}, "
-                   + (f"node {_cell(b.node)}, " if b.node else "")
+                   + (t("md_node", node=_cell(b.node)) if b.node else "")
                    + f"`{_code(b.source)}:{lead.line}`"
-                   + (f" at {when}" if when else "")
-                   + f", {recoverable_word(lead.recoverable)}.")
+                   + (t("md_at", when=when) if when else "")
+                   + t("list_join") + recoverable_word(lead.recoverable) + t("story_end"))
         if b.causes:
-            out.append("   Likely cause: " + _cell(describe_causes(b.causes)) + ".")
-        out.append(f"   **Action: `{lead.action}`** ({_cell(lead.rule)}): {_cell(lead.remedy)}")
+            out.append(t("md_likely", causes=_cell(describe_causes(b.causes))))
+        out.append(t("md_burst_action", action=lead.action, rule=_cell(lead.rule), remedy=_cell(lead.remedy)))
         extras = describe_burst_extras(b)
         if extras:
             out.append(f"   {_cell(extras)}.")

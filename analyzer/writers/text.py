@@ -41,9 +41,11 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..core.headers import parse_header
 from ..diagnose.incidents import NO_NODE
+from ..knowledge.messages import current, language, t
 from . import safe
 from .common import (
     Style,
+    action_words,
     context_lines,
     describe_api,
     describe_burst_extras,
@@ -58,8 +60,9 @@ from .common import (
     recoverable_word,
     short_source,
     span_of,
+    version_rows,
 )
-from .layout import NBSP, bounded, table, wrap
+from .layout import NBSP, bounded, ljust, table, wrap
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -80,6 +83,7 @@ BUDGET = {"incidents": 48, "unexplained": 12, "recurring": 12, "related": 10, "d
 GENERIC = "LLM_FAILED"  # the generic code wrappers echo after the specific one
 MAX_NODES = 3  # nodes named in an incident's heading
 MAX_ALSO = 4  # other codes of a burst named (the rest are counted)
+LOG_KINDS = ("host", "device", "application")  # the kinds of log a node row counts (layout)
 FULL_INCIDENTS = 3  # incidents told in full (story, lead, action) while they fit; the others in two lines
 
 
@@ -95,7 +99,8 @@ def render(analysis: Analysis, width: int = WIDTH, style: Style | None = None, f
     # Names and log text come from untrusted bundles: every line is made safe for a terminal; our
     # own colour is added after that, so no log text can carry an escape sequence through.
     full = bool(getattr(analysis, "full", False)) if full is None else full
-    lines = [safe.terminal(line) for line in _lines(analysis, width, full).split("\n")]
+    with language(analysis.rules.lang):
+        lines = [safe.terminal(line) for line in _lines(analysis, width, full).split("\n")]
     if style is not None and style.color:
         lines = paint(lines, analysis.summary.incidents, style)
     return "\n".join(lines)
@@ -116,10 +121,11 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     elif s.findings:  # no incidents (a summary rebuilt after --baseline/--suppressions): the bursts first
         out += _diagnosis(s, storm, width, full)
     if not s.findings:
-        out += ["", st.bold("No LLM-DataDist status codes found.")]
+        out += ["", st.bold(t("no_findings"))]
     out += unexplained_section(analysis, width, st, full)
     out += _recurring(analysis, width, full)  # across bundles
     out += related_section(analysis, width, st, full)
+    out += versions_section(analysis, width)
     out += _inputs(analysis, width, full)
     if not s.findings:
         return "\n".join(out) + "\n"
@@ -155,7 +161,7 @@ def _inputs(analysis: Analysis, width: int, full: bool) -> list[str]:
         blocks.append(_wrap(line.strip(), "    " if line.startswith(" ") else "  ", width, rest="      "))
     if not blocks:
         return []
-    return ["", "Inputs"] + bounded(blocks, _budget("inputs", full), indent="  ")
+    return ["", t("inputs_title")] + bounded(blocks, _budget("inputs", full), indent="  ")
 
 
 def _by_node(s: Summary, width: int, full: bool) -> list[str]:
@@ -163,21 +169,23 @@ def _by_node(s: Summary, width: int, full: bool) -> list[str]:
     rows = sorted(s.nodes, key=lambda n: (-n.unrecoverable, -n.findings, n.node or ""))
     blocks = []
     for node in rows[:_budget("nodes", full)]:
-        kinds = ", ".join(f"{n:,} {k}" for k, n in node.kinds)
+        kinds = t("list_join").join(plural(n, "kind_" + k) if k in LOG_KINDS and current() != "en"
+                                   else f"{n:,} {k}" for k, n in node.kinds)
         name = node.node or node_label(None, node.sources[0] if node.sources else None, node.more_sources)
-        blocks.append(_wrap(f"{name}: {plural(node.findings, 'finding')} "
-                            f"({node.unrecoverable:,} not known recoverable; {kinds})", "  ", width, rest="      "))
-    return ["", "By node, worst first"] + bounded(blocks, _budget("nodes", full), total=len(rows), what="more nodes",
+        blocks.append(_wrap(t("by_node_row", name=name, findings=plural(node.findings, "finding"),
+                              unrecoverable=f"{node.unrecoverable:,}", kinds=kinds), "  ", width, rest="      "))
+    return ["", t("by_node_title")] + bounded(blocks, _budget("nodes", full), total=len(rows), what="more nodes",
                                                   indent="  ")
 
 
 def _codes(s: Summary, width: int, budget: int | None) -> list[str]:
     """Codes by API: not recoverable first, then most frequent (the summary's order)."""
     codes = sorted(s.codes, key=lambda r: r.name == GENERIC)  # the generic echo after the specific codes
-    cells = [[f"{r.count:,}", r.name or f"unknown {r.code}", r.api or "-", r.action, f"[{r.rule}]"]
+    cells = [[f"{r.count:,}", r.name or t("unknown_short", code=r.code), r.api or "-", r.action, f"[{r.rule}]"]
              for r in codes[:budget]]  # a row takes a line at least: no more can show
-    head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]"], right=(0,))
-    return ["", "Codes by API, not recoverable first", *head] + bounded(
+    head, rows = table(cells, width, header=[t(f"col_{c}") for c in ("count", "code", "api", "action", "rule")],
+                       right=(0,))
+    return ["", t("codes_title"), *head] + bounded(
         rows, budget, total=len(codes), what="more rows", indent="")
 
 
@@ -190,29 +198,27 @@ def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
         where = place(r.first_source, r.first_line, width - 8, r.node)
         cells.append([f"x{r.count:,}", r.name or r.code, r.api or "-", r.action, f"[{r.rule}]", r.fingerprint,
                       where])
-    head, rows = table(cells, width, header=["count", "code", "api", "action", "[rule]", "fingerprint", "first at"],
-                       right=(0,))
-    title = "Findings" + (" by fingerprint and node, not known recoverable first" if len(s.folded) < s.findings
-                          else ", not known recoverable first")
+    head, rows = table(cells, width, header=[t(f"col_{c}") for c in ("count", "code", "api", "action", "rule",
+                                                                      "fingerprint", "first")], right=(0,))
+    title = t("findings_title_folded" if len(s.folded) < s.findings else "findings_title")
     return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, total=len(folded), what="more rows")
 
 
 def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) -> list[str]:
     """Bursts, most severe first (in a storm: one entry per group of bursts with the same lead)."""
-    out = ["", f"Diagnosis: {plural(s.burst_count, 'burst')}"
-           + (f" in {plural(len(s.burst_groups), 'group')}" if storm else "") + ", most severe first"]
+    out = ["", t("diagnosis_title", bursts=plural(s.burst_count, "burst"),
+                 groups=t("diagnosis_groups", n=plural(len(s.burst_groups), "group")) if storm else "")]
     if storm:
-        out += _wrap(f"Storm: {plural(s.findings, 'finding')} fold into {plural(len(s.folded), 'row')} "
-                     f"(same code, API, rule, message shape and node), {plural(s.burst_count, 'burst')} "
-                     f"into {plural(len(s.burst_groups), 'group')} (same lead and node).", "", width)
+        out += _wrap(t("storm", findings=plural(s.findings, "finding"), rows=plural(len(s.folded), "row"),
+                       bursts=plural(s.burst_count, "burst"), groups=plural(len(s.burst_groups), "group")), "", width)
     entries = [(g.first, g) for g in s.burst_groups] if storm else [(b, None) for b in s.bursts]
     blocks = []
     for n, (burst, group) in enumerate(entries[:_budget("diagnosis", full)], 1):
         lines = _burst(n, burst, width, full)
         if group is not None and group.bursts > 1:
             span = f", {group.first_seen} .. {group.last_seen}" if group.first_seen else ""
-            lines += _wrap(f"+ {plural(group.bursts - 1, 'more burst')} like this one, "
-                           f"{plural(group.findings, 'finding')} in all{span}", "    ", width, rest="      ")
+            lines += _wrap(t("like_this", bursts=plural(group.bursts - 1, "more burst"),
+                             findings=plural(group.findings, "finding"), span=span), "    ", width, rest="      ")
         blocks.append(lines)
     total = len(entries) if storm else s.burst_count
     return out + bounded(blocks, _budget("diagnosis", full), total=total,
@@ -231,12 +237,13 @@ def _burst(n: int, burst: Burst, width: int = WIDTH, full: bool = False) -> list
     out = _wrap(f"{n:>2}. {describe_code(lead.code, lead.name)} {describe_api(lead.api, lead.api_evidence)}", "",
                 width, rest="    ")
     out += _wrap(where, "    ", width)
-    when = lead.timestamp or (f"~{lead.inferred_time} (from the lines before)" if lead.inferred_time
-                              else "no timestamp")
-    out += _wrap(f"line {lead.line}, {when}, {recoverable_word(lead.recoverable)}", "    ", width)
+    when = lead.timestamp or (t("from_lines_before", time=lead.inferred_time) if lead.inferred_time
+                              else t("no_timestamp"))
+    out += _wrap(t("burst_line", line=lead.line, when=when, recoverable=recoverable_word(lead.recoverable)), "    ",
+                 width)
     if burst.causes:
-        out += _wrap("likely cause: " + describe_causes(burst.causes), "    ", width)
-    out += _wrap(f"-> {lead.action} [{lead.rule}]", "    ", width)
+        out += _wrap(t("likely_cause", causes=describe_causes(burst.causes)), "    ", width)
+    out += _wrap(f"-> {action_words(lead.action)} [{lead.rule}]", "    ", width)
     out += _wrap(lead.remedy, "       ", width)
     extras = describe_burst_extras(burst, None if full else MAX_ALSO)
     if extras:
@@ -283,15 +290,19 @@ def _by_bundle(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
     blocks = []
     for b in s.bundles:
         nodes = ", ".join(b.nodes) + (f" and {b.more_nodes} more" if b.more_nodes else "")
-        blocks.append(_wrap(f"{short_source(b.bundle or '(none)', 40)}: {plural(b.findings, 'finding')} "
-                            f"({b.unrecoverable} not known recoverable, {plural(b.failures, 'failure')})"
+        blocks.append(_wrap(t("by_bundle_row", bundle=short_source(b.bundle or "(none)", 40),
+                              findings=plural(b.findings, "finding"), unrecoverable=b.unrecoverable,
+                              failures=plural(b.failures, "failure"))
                             + (f"; {nodes}" if nodes else ""), "  ", width, rest="      "))
-    return ["", "By bundle, worst first"] + bounded(blocks, _budget("bundles", full), total=total,
+    return ["", t("by_bundle_title")] + bounded(blocks, _budget("bundles", full), total=total,
                                                     what="more bundles", indent="  ")
 
 
 _TITLES = ("Incidents:", "Related errors", "Diagnosis:", "By node", "Codes by API", "Findings", "Recurring",
            "Storm:", "No LLM-DataDist", "By bundle", "Inputs")
+_ZH_TITLES = ("incidents_title", "related_title", "diagnosis_title", "by_node_title", "codes_title",
+              "findings_title_folded", "findings_title", "no_findings", "by_bundle_title", "inputs_title",
+              "versions_title", "recurring_title")  # the same sections' titles in Chinese (their fixed start)
 _HEAD = re.compile(r"^( ?\d+)\. ")
 
 
@@ -299,10 +310,12 @@ def paint(lines: list[str], incidents: Sequence[Incident], st: Style) -> list[st
     """Colour for a terminal, added to the finished (already safe) lines: section titles, each
     incident's heading in its action's colour, its lead line, and its action word."""
     actions = {str(i.id): i.action_word for i in incidents}
+    titles = _TITLES + tuple(t(key, "zh").split("{")[0] for key in _ZH_TITLES)
+    incidents_zh = t("incidents_title", "zh").split("{")[0]
     out, section, after_lead = [], "", False
     for line in lines:
-        if line.startswith(_TITLES):
-            section = line.split(":")[0]
+        if line.startswith(titles):
+            section = "Incidents" if line.startswith(incidents_zh) else line.split(":")[0]
             out.append(st.bold(line))
             continue
         head = _HEAD.match(line)
@@ -312,8 +325,8 @@ def paint(lines: list[str], incidents: Sequence[Incident], st: Style) -> list[st
                                                                             and not line.startswith(" " * 11))):
             out.append(st.lead(line))
         elif section == "Incidents" and line.startswith("    ->    "):
-            word = line[10:].split(":", 1)[0]
-            out.append(line.replace(word, st.action(word), 1))
+            word, _, action_id = line[10:].split(":", 1)[0].partition("（")  # Chinese: `检查网络（check-network）`
+            out.append(line.replace(word, st.head(word, action_id.rstrip("）") or word), 1))
         else:
             out.append(line)
         after_lead = line.startswith("    lead  ")
@@ -324,7 +337,7 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     """The incidents, most severe first: nodes and time, story, lead (with its context), action.
     The first few are told in full while they fit; the others in a line or two each."""
     incidents = analysis.summary.incidents
-    out = ["", st.bold(f"Incidents: {len(incidents)}, most severe first")]
+    out = ["", st.bold(t("incidents_title", n=len(incidents)))]
     budget = _budget("incidents", full)
     blocks = []
     used = 0
@@ -352,9 +365,9 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     head = f"{inc.id:>2}. {incident_nodes(inc)}"
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
-    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
-                f"{inc.action_word}; lead {what} at {place(lead.source, lead.line, width - 4, lead.node)}",
-                "", width, rest="    ")
+    out = _wrap(t("incident_short", head=head, span=span_of(inc.start, inc.end),
+                  findings=plural(inc.findings, "finding"), action=action_words(inc.action_word), what=what,
+                  where=place(lead.source, lead.line, width - 4, lead.node)), "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     return out
@@ -363,14 +376,14 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
 def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
     head = f"{inc.id:>2}. " + incident_nodes(inc, full)
-    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", "", width,
-                rest="    ")
+    out = _wrap(t("incident_head", head=head, span=span_of(inc.start, inc.end),
+                  findings=plural(inc.findings, "finding")), "", width, rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
     out += _wrap(inc.story, "    ", width)
     where = f"{lead.node}: " if lead.node and lead.node not in lead.source else ""
-    out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node), "    lead  ", width,
-                 rest="          ")
+    out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node),
+                 "    " + ljust(t("lead_word"), 4) + "  ", width, rest="          ")
     shown = context_lines(analysis, lead.source, lead.line)
     if shown:
         for n, text in shown:
@@ -379,7 +392,7 @@ def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, ful
             out.append("          " + (st.lead(_clip(line, width - 10)) if n == lead.line else _clip(line, width - 10)))
     else:
         out.append("          " + st.lead(around(lead.text.strip(), lead.code, width - 10)))
-    said = _wrap(f"{inc.action_word}: {inc.action}", "    ->    ", width, rest="          ")
+    said = _wrap(f"{action_words(inc.action_word)}: {inc.action}", "    ->    ", width, rest="          ")
     said[0] = said[0].replace(inc.action_word, st.action(inc.action_word), 1)
     return out + said
 
@@ -443,8 +456,7 @@ def related_section(analysis: Analysis, width: int, st: Style, full: bool = Fals
     for e in related:
         rows.setdefault((e.node, e.family, e.code), []).append(e)
     ordered = sorted(rows.values(), key=lambda es: (min(x.timestamp or "~" for x in es), es[0].source, es[0].line))
-    out = [""] + [st.bold(line) for line in _wrap(
-        f"Related errors (not LLM-DataDist): {len(related):,}, by node, family and code, first seen first", "", width)]
+    out = [""] + [st.bold(line) for line in _wrap(t("related_title", n=f"{len(related):,}"), "", width)]
     blocks = []
     for events in ordered[:_budget("related", full)]:
         e = min(events, key=lambda x: (x.timestamp or "~", x.source, x.line))
@@ -452,5 +464,18 @@ def related_section(analysis: Analysis, width: int, st: Style, full: bool = Fals
         loc = f"{where}{short_source(e.source, max(30, width - 44 - len(where)), e.node)}:{e.line}"
         more = f" x{len(events):,}" if len(events) > 1 else ""
         blocks.append(_wrap(f"{loc}  {e.family}{NBSP}{e.code} ({e.meaning}){more}"
-                            + (f" at {e.timestamp[11:23]}" if e.timestamp else ""), "  ", width, rest="      "))
+                            + (t("related_row_at", time=e.timestamp[11:23]) if e.timestamp else ""), "  ", width,
+                            rest="      "))
     return out + bounded(blocks, _budget("related", full), total=len(ordered), what="more", indent="  ")
+
+
+def versions_section(analysis: Analysis, width: int) -> list[str]:
+    """Each node's CANN, driver, llm_datadist, HIXL and framework versions, as its logs name them."""
+    rows = version_rows(analysis)
+    if not rows:
+        return []
+    out = ["", t("versions_title")]
+    for node, versions in rows:
+        out += _wrap(t("versions_row", node=node, versions=", ".join(f"{k} {v}" for k, v in versions)), "  ", width,
+                     rest="      ")
+    return out

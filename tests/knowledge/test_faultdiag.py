@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from analyzer.cli import cli
-from analyzer.knowledge.faultdiag import clean, export_faultdiag, localized
+from analyzer.knowledge.faultdiag import chinese, clean, export_faultdiag
 from analyzer.knowledge.rules import RuleSet
 from click.testing import CliRunner
 
@@ -25,7 +25,7 @@ ORIGIN_CODES = set((VENDORED / "origin-codes.txt").read_text(encoding="utf-8").s
 
 @pytest.fixture(scope="module")
 def exported() -> dict:
-    return export_faultdiag(RuleSet.load())
+    return export_faultdiag(RuleSet.load(lang="en"), RuleSet.load(lang="zh"))
 
 
 def test_export_validates_against_the_schema(exported) -> None:
@@ -95,13 +95,15 @@ def test_faultdiag_loads_the_export_with_its_own_checks(exported, tmp_path, monk
 @dataclass
 class _Entry:
     meaning: str
-    meaning_zh: str | None = None
+    codes: dict
 
 
-def test_chinese_text_when_the_entry_has_it_else_english() -> None:
-    assert localized(_Entry("Link failed", "建链失败"), "meaning", "zh") == "建链失败"
-    assert localized(_Entry("Link failed"), "meaning", "zh") is None
-    assert localized(_Entry("Link failed"), "meaning", "en") == "Link failed"
+def test_chinese_text_from_the_entry_loaded_in_chinese(exported) -> None:
+    assert chinese(_Entry("建链失败", {"111": "连接被拒绝"}), "meaning") == "建链失败"
+    assert chinese(_Entry("建链失败", {"111": "连接被拒绝"}), "codes", "111") == "连接被拒绝"
+    assert chinese(None, "meaning") is None
+    zh = json.dumps(exported["LLMDD_5010B001"], ensure_ascii=False)
+    assert "处理超时" in zh  # the official Chinese name of LLM_WAIT_PROC_TIMEOUT, from the catalog's meaning_zh
     assert clean("a \u2192 b \u2014 c \u00e9", zh=False) == "a -> b - c"
     assert clean("建链失败（对端）\u00e9", zh=True) == "建链失败（对端）"
 
@@ -110,7 +112,8 @@ def test_cli_export_and_a_bad_output_path(tmp_path) -> None:
     out = tmp_path / "ddtriage-fd.json"
     result = CliRunner().invoke(cli, ["rules", "export", "--format", "ascend-fd", "-o", str(out)])
     assert result.exit_code == 0, result.stderr
-    assert json.loads(out.read_text(encoding="utf-8")) == export_faultdiag(RuleSet.load())
+    assert json.loads(out.read_text(encoding="utf-8")) == export_faultdiag(RuleSet.load(lang="en"),
+                                                                           RuleSet.load(lang="zh"))
     assert f"ascend-fd entity --update {out}" in result.stdout
     result = CliRunner().invoke(cli, ["rules", "export", "-o", str(tmp_path / "no" / "such" / "x.json")])
     assert result.exit_code == 2 and "cannot write" in result.stderr and "Traceback" not in result.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from functools import cache
@@ -350,3 +351,110 @@ def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path):
     assert b"my-slow-rule" in result.stderr and b"disabled" in result.stderr
     rules_used = [f["rule"] for f in json.loads(result.stdout)["findings"]]
     assert rules_used == ["wait-timeout-transfer"] * 3  # the next rule took over
+
+
+# --- Chinese beside the English (issue #20, item 1) ---
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_every_builtin_text_is_in_both_languages():
+    zh = load_rules(lang="zh")
+    assert zh.untranslated == () and load_rules().untranslated == ()
+    for rule in zh.rules:
+        assert _CJK.search(rule.remedy), rule.id
+    for code in zh.catalog.codes:
+        assert _CJK.search(code.meaning) and _CJK.search(code.solution), code.name
+    for family in zh.neighbours.families:
+        assert _CJK.search(family.name) and _CJK.search(family.remedy), family.id
+        for code in family.codes:
+            assert _CJK.search(family.meaning(code)), (family.id, code)
+            assert _CJK.search(family.remedy_for(code)[1]), (family.id, code)
+
+
+def test_official_chinese_names_are_the_meanings():
+    zh = load_rules(lang="zh").catalog
+    names = {c.name: c.meaning for c in zh.codes}
+    assert names["LLM_WAIT_PROC_TIMEOUT"] == "处理超时" and names["LLM_KV_CACHE_NOT_EXIST"] == "KV不存在"
+    assert names["LLM_LINK_FAILED"] == "建链失败" and names["LLM_NOT_YET_LINK"] == "没有建链"
+    assert names["LLM_NOTIFY_PROMPT_UNLINK_FAILED"] == "通知Prompt侧断链失败"
+    assert names["LLM_SUSPECT_REMOTE_ERROR"] == "疑似UCE内存故障"
+
+
+@pytest.mark.parametrize("file,drop,reason", [
+    ("context.yaml", "    remedy_zh: \"传输超时，", "rule wait-timeout-transfer: lacks `remedy_zh`"),
+    ("catalog.yaml", "    meaning_zh: \"建链失败\"", "code LLM_LINK_FAILED: lacks `meaning_zh`"),
+    ("neighbours.yaml", "      \"103903\": \"已经建链\"", "family hixl: code 103903: lacks `codes_zh`"),
+    ("neighbours.yaml", "      \"103905\": \"当前版本", "family hixl: code 103905: lacks `remedies_zh`"),
+])
+def test_rules_check_fails_a_builtin_entry_without_chinese(tmp_path, file, drop, reason):
+    import shutil
+
+    from analyzer.knowledge.catalog import BUILTIN_RULES_DIR
+
+    data = tmp_path / "data"
+    shutil.copytree(BUILTIN_RULES_DIR, data)
+    text = (data / file).read_text(encoding="utf-8")
+    kept = [line for line in text.split("\n") if not line.startswith(drop)]
+    assert len(kept) == text.count("\n")  # exactly one line dropped
+    (data / file).write_text("\n".join(kept), encoding="utf-8")
+    problems = check_examples(RuleSet.load(builtin_dir=data))
+    assert any(reason in p for p in problems), problems
+    # the English stays what a Chinese run falls back to
+    assert RuleSet.load(builtin_dir=data, lang="zh").lang == "zh"
+
+
+def test_a_user_rule_without_chinese_is_fine_and_falls_back_to_english(tmp_path):
+    (tmp_path / "mine.yaml").write_text(
+        "rules:\n  - id: mine\n    match: {codes: [LLM_LINK_FAILED], apis: [UnlinkLlmClusters]}\n"
+        "    action: check-network\n    remedy: My words.\n"
+        "    examples: {match: ['UnlinkLlmClusters: ret = 1343270921']}\n", encoding="utf-8")
+    zh = load_rules(tmp_path, lang="zh")
+    assert zh.by_id["mine"].remedy == "My words." and zh.untranslated == ()
+    assert check_examples(zh) == []
+
+
+# --- rules gated by version (issue #20, item 2) ---
+
+_GATED = """rules:
+  - id: link-failed-new-cann
+    description: On CANN 8.3.RC1 and later a link failure is told apart.
+    match:
+      codes: [LLM_LINK_FAILED]
+      versions: {cann: ">=8.3.RC1"}
+    action: check-network
+    remedy: Gated remedy.
+    examples:
+      match: ["CANN version = 8.3.RC1\\nLinkClusters: ErrorNo: 1343270921(local cluster link with remote cluster failed!)"]
+"""
+_INIT = ("[INFO] GE(4811,python3):2025-11-12-03:39:50.000.000 [ge_api.cc:80]4811 GEInitialize: GE init begin, "
+         "CANN version = {v}, build = 20250820")
+_TOOLKIT = "[INFO] GE(4811,python3):2025-11-12-03:39:50.100.000 [plugin_loader.cc:80]4811 Load: load " \
+           "/usr/local/Ascend/cann-{v}/lib64/libllm_engine.so success"
+_FAIL = ("[ERROR] GE(4811,python3):2025-11-12-03:40:02.123.456 [llm_link_manager.cc:412]4811 LinkClusters: "
+         "ErrorNo: 1343270921(local cluster link with remote cluster failed!) [GE][MODULE]Failed to link clusters")
+
+
+@pytest.mark.parametrize("before,rule", [
+    (_INIT.format(v="8.3.RC1"), "link-failed-new-cann"),
+    (_INIT.format(v="9.0.0"), "link-failed-new-cann"),
+    (_TOOLKIT.format(v="9.1.0"), "link-failed-new-cann"),
+    (_INIT.format(v="8.2.0"), "default-link-failed"),
+    (_INIT.format(v="8.3.RC1.alpha001"), "default-link-failed"),
+    (_TOOLKIT.format(v="8.2.RC1"), "default-link-failed"),
+    ("[INFO] GE(4811,python3):2025-11-12-03:39:50.000.000 [ge_api.cc:80]4811 GEInitialize: GE init begin", "default-link-failed"),
+    # another process's version is not this process's
+    (_INIT.format(v="8.3.RC1").replace("GE(4811", "GE(5569").replace("]4811 ", "]5569 "), "default-link-failed"),
+])
+def test_a_version_condition_is_judged_on_the_versions_its_process_logged(tmp_path, before, rule):
+    (tmp_path / "gated.yaml").write_text(_GATED, encoding="utf-8")
+    gated = load_rules(tmp_path)
+    found = analyze_text(before + "\n" + _FAIL, rules=gated)
+    assert [f.rule for f in found] == [rule]
+
+
+def test_a_malformed_version_condition_names_file_rule_and_reason(tmp_path):
+    (tmp_path / "gated.yaml").write_text(_GATED.replace(">=8.3.RC1", ">=latest"), encoding="utf-8")
+    with pytest.raises(RuleError, match=r"gated.yaml: rule link-failed-new-cann: match.versions: cann: "
+                                        r"'>=latest' is not a comparison"):
+        load_rules(tmp_path)

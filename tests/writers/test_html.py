@@ -127,3 +127,25 @@ document.body.setAttribute('data-svg',String(v.querySelector('svg').getBoundingC
     shot = ARTIFACTS / "notebook_view.png"
     taken = run_browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,1800")
     assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
+
+
+def test_chinese_report_renders_cjk_and_a_screenshot_is_kept(tmp_path, in_root):
+    """The HTML report in Chinese (`--lang zh`) with Debian's fonts-noto-cjk (make install): the
+    page says it is Chinese, renders its headings, and the screenshot is kept to look at."""
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout \
+        if shutil.which("fc-list") else ""
+    if "Noto Sans CJK" not in fonts:
+        pytest.skip("no CJK font: install Debian's fonts-noto-cjk (make install does it where apt-get and root are)")
+    page = report(tmp_path, "sample_logs", "-C", "2", "--lang", "zh")
+    html = page.read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in html and "Noto Sans CJK SC" in html
+    dom = run_browser(page, tmp_path, "--dump-dom", "--virtual-time-budget=2000")
+    assert dom.returncode == 0 and 'data-ready="1"' in dom.stdout, dom.stderr[-2000:]
+    for shown in ("ddtriage 报告", "事件，最严重的在前", "事件 1", "首要错误：", "两个节点上共 49 条 LLM-DataDist 发现",
+                  "相关错误（运行时、HCCL", "各节点版本", "发现（重复项按指纹和节点折叠）"):
+        assert shown in dom.stdout, shown
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "sample_logs.zh.html.png"
+    taken = run_browser(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600")
+    assert taken.returncode == 0 and shot.stat().st_size > 50_000, taken.stderr[-2000:]
+    print(f"\nscreenshot of the Chinese HTML report: {shot}")
