@@ -50,7 +50,7 @@ LABELS = frozenset({
 # Arrow types: t text, i integer, b flag, ts time, names a list of text. README's "Frames" table
 # lists them, and a test holds it to this.
 _T, _I, _B, _TS, _NAMES = "t", "i", "b", "ts", "names"
-TABLES: dict[str, tuple[tuple[str, str], ...]] = {
+FRAME_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "related": (("source", _T), ("line", _I), ("timestamp", _TS), ("node", _T), ("family", _T), ("code", _T),
                 ("meaning", _T), ("text", _T), ("incident", _I)),
     "incidents": (("id", _I), ("state", _T), ("start", _TS), ("end", _TS), ("nodes", _NAMES), ("lead_node", _T),
@@ -72,7 +72,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
                      ("nodes", _I), ("first_seen", _TS), ("last_seen", _TS), ("first_at", _T),
                      ("node_names", _NAMES)),
 }
-FRAMES = ("findings", *TABLES)  # the frames `Analysis.frames()` gives, in this order
+FRAMES = ("findings", *FRAME_COLUMNS)  # the frames `Analysis.frames()` gives, in this order
 TIMES = frozenset({"timestamp", "inferred_time", "envelope_time"})  # the findings' time columns
 
 
@@ -181,10 +181,10 @@ def _to_pandas(table: Any) -> pd.DataFrame:
 
 
 def _small_frame(name: str, rows: list[tuple[Any, ...]]) -> pd.DataFrame:
-    """A frame of `TABLES[name]` from its rows (few: incidents, nodes, bundles, ...)."""
+    """A frame of `FRAME_COLUMNS[name]` from its rows (few: incidents, nodes, bundles, ...)."""
     pa = load_pyarrow()
     kinds = {_T: pa.string(), _I: pa.int64(), _B: pa.bool_(), _TS: pa.string(), _NAMES: pa.list_(pa.string())}
-    spec = TABLES[name]
+    spec = FRAME_COLUMNS[name]
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(spec)
     arrays, fields = [], []
     for (column, kind), cells in zip(spec, columns, strict=True):
@@ -256,4 +256,4 @@ def _fingerprint_rows(fleet: FleetTally | None) -> list[tuple[Any, ...]]:
 
 def frame_columns() -> dict[str, tuple[str, ...]]:
     """Each frame's columns, in order (what README's "Frames" table lists)."""
-    return {"findings": COLUMNS} | {name: tuple(c for c, _ in spec) for name, spec in TABLES.items()}
+    return {"findings": COLUMNS} | {name: tuple(c for c, _ in spec) for name, spec in FRAME_COLUMNS.items()}
