@@ -21,6 +21,7 @@ from .catalog import ACTIONS, BUILTIN_RULES_DIR, ApiTable, Catalog, Code, format
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
 from .linkfacts import LinkFactMatcher
+from .recovery import RecoveryTable
 
 UNKNOWN_RULE_ID = "unknown-code"
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -92,12 +93,13 @@ class RuleSet:
 
     def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path],
                  neighbours: NeighbourMatcher | None = None, envelopes: EnvelopeTable | None = None,
-                 linkfacts: LinkFactMatcher | None = None):
+                 linkfacts: LinkFactMatcher | None = None, recovery: RecoveryTable | None = None):
         self.catalog = catalog
         self.apis = apis
         self.neighbours = neighbours or NeighbourMatcher([])
         self.envelopes = envelopes or EnvelopeTable([])
         self.linkfacts = linkfacts or LinkFactMatcher([])
+        self.recovery = recovery or RecoveryTable([], [])
         self.rules = rules
         self.sources = sources
         self.by_id = {r.id: r for r in rules}
@@ -152,6 +154,8 @@ class RuleSet:
         envelopes = EnvelopeTable.load(envelopes_path) if envelopes_path else EnvelopeTable([])
         linkfacts_path = _last_existing(dirs, "linkfacts.yaml")
         linkfacts = LinkFactMatcher.load(linkfacts_path)
+        recovery_path = _last_existing(dirs, "recovery.yaml")
+        recovery = RecoveryTable.load(recovery_path, catalog, apis)
         rules: dict[str, Rule] = {}
         for code in catalog.codes:
             rule = default_rule(code, catalog_path)
@@ -166,10 +170,10 @@ class RuleSet:
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
-        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path) if p]
+        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path, recovery_path) if p]
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
-                if path.name in ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml"):
+                if path.name in TABLES:
                     continue
                 sources.append(path)
                 for rule in load_rule_file(path, catalog, apis, builtin=index == 0):
@@ -179,7 +183,10 @@ class RuleSet:
                     if earlier is not None and not earlier.default and earlier.origin.startswith(str(d) + "/"):
                         raise RuleError(f"{path}: rule {rule.id}: id is also defined in {earlier.origin}")
                     rules[rule.id] = rule  # a later directory overrides an earlier one
-        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts)
+        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts, recovery)
+
+
+TABLES = ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml", "recovery.yaml")
 
 
 def _last_existing(dirs: list[Path], name: str) -> Path | None:

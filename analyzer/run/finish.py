@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from ..core.observations import NodeFacts, RelatedEvent
+from ..core.observations import NodeFacts, Proof, RelatedEvent
 from ..core.records import Finding, InputStats
 from ..core.times import EVERY_TIME, TimeWindow, settle_related_years, time_policy
 from ..diagnose.known_errors import KnownErrors, read_baseline, read_suppressions
+from ..diagnose.recovery import mark_bursts
 from ..diagnose.story import build_incidents
 from ..diagnose.summary import Summary
 from ..diagnose.tally import Tally, summarize
@@ -40,15 +41,21 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     stats.outside_window += store.raw_count - tally.count
     sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
-    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes)
+    # A proof outside --since/--until still proves a link healthy: the window bounds what is reported.
+    proofs = settle_related_years(stats.observed.sorted_proofs(), sure)
+    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, proofs)
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,
-             related: list[RelatedEvent], links: dict[str | None, NodeFacts]) -> Analysis:
-    """The `Analysis` of a summary: its incidents from the bursts, related errors and link facts."""
-    incidents = build_incidents(summary.bursts, related, links, rules)
-    return Analysis(findings, stats, rules, replace(summary, incidents=incidents), related=related,
-                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")))
+             related: list[RelatedEvent], links: dict[str | None, NodeFacts], proofs: list[Proof] | None = None
+             ) -> Analysis:
+    """The `Analysis` of a summary: the state of its bursts from the proofs of recovery, its
+    incidents from the bursts, related errors and link facts."""
+    proofs = proofs or []
+    bursts = mark_bursts(summary.bursts, proofs, rules.recovery)
+    incidents = build_incidents(bursts, related, links, rules)
+    return Analysis(findings, stats, rules, replace(summary, bursts=bursts, incidents=incidents), related=related,
+                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")), proofs=proofs)
 
 
 def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppressions: str | None = None,
@@ -82,5 +89,5 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         known.new = len(findings)
     analysis.findings.close()
     left = conclude(FindingStore.of(findings), analysis.inputs, analysis.rules, summarize(findings),
-                    analysis.related, analysis.links)  # what is left: few, in memory
+                    analysis.related, analysis.links, analysis.proofs)  # what is left: few, in memory
     return replace(left, known_errors=known, context=analysis.context, fail_on=analysis.fail_on)

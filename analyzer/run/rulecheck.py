@@ -166,5 +166,7 @@ def check_examples(rules: RuleSet) -> list[str]:
     examples included (empty when all pass)."""
     facts_paths = [p for p in rules.sources if p.name == "linkfacts.yaml"]
     facts = rules.linkfacts.check_examples(str(facts_paths[-1])) if facts_paths else []
+    recovery_paths = [p for p in rules.sources if p.name == "recovery.yaml"]
+    proofs = rules.recovery.check_examples(rules.linkfacts.find, str(recovery_paths[-1])) if recovery_paths else []
     return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
-            + check_envelope_examples(rules) + facts)
+            + check_envelope_examples(rules) + facts + proofs)
