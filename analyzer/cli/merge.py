@@ -20,7 +20,8 @@ from .scan import _gate, _write
               help="Report format (default: text, or what each -o file's name says).")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write the report here (repeatable; the format from a FORMAT: prefix or the name).")
-@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
+@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "ongoing", "never"]), default="any",
+              show_default=True,
               help="Which findings make the exit code 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
 @click.option("--full", is_flag=True, help="List every row of every section in the text and Markdown reports.")

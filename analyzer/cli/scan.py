@@ -44,9 +44,10 @@ from .outputs import Output, resolve_outputs
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
                    "prefix, else the name (.sarif, .xml, .md, .json, .txt, .html), else --format; - is stdout.")
-@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
+@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "ongoing", "never"]), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
-              "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")
+              "recoverable; ongoing: in a burst no later line shows recovered; related: any finding or any "
+              "related runtime/HCCL/HIXL/MindIE/... error).")
 @click.option("--include", multiple=True, metavar="GLOB",
               help="Only scan logs whose path, archive member or file name matches (repeatable).")
 @click.option("--exclude", multiple=True, metavar="GLOB",
@@ -293,5 +294,7 @@ def _gate(analysis: Analysis, fail_on: str) -> bool:
         return analysis.summary.findings > 0 or bool(analysis.related)
     if fail_on == "unrecoverable":  # from the summary: the findings are not read again
         return analysis.summary.unrecoverable > 0
+    if fail_on == "ongoing":  # what did not recover
+        return analysis.summary.ongoing > 0
     return analysis.summary.findings > 0
 

@@ -219,9 +219,9 @@ Dated = TypeVar("Dated", RelatedEvent, Proof)
 
 
 def settle_related_years(events: list[Dated], known: dict[str | None, list[str]]) -> list[Dated]:
-    """Related errors (and proofs of recovery) whose year was only guessed take the year nearest the median stamp with a sure
-    year of their node (else of the whole run), as findings do (`YearRefs.settle`). `known`: node
-    -> stamps with a sure year."""
+    """Related errors (and proofs of recovery) whose year was only guessed take the year nearest the
+    median stamp with a sure year of their node (else of the whole run), as findings do
+    (`YearRefs.settle`). `known`: node -> stamps with a sure year."""
     everything = sorted(t for stamps in known.values() for t in stamps)
     out = []
     for e in events:

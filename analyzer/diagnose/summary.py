@@ -410,6 +410,12 @@ class Summary:
     burst_count: int = 0  # bursts in all (`bursts` keeps the first MAX_BURSTS of them)
     burst_groups: tuple[BurstGroup, ...] = ()  # every burst, grouped by lead; in the order of `bursts`
 
+    @property
+    def ongoing(self) -> int:
+        """Bursts that no later line shows recovered (`--fail-on ongoing`); bursts past MAX_BURSTS,
+        whose state is not worked out, count as ongoing."""
+        return sum(1 for b in self.bursts if b.state == ONGOING) + max(0, self.burst_count - len(self.bursts))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "findings": self.findings,

@@ -170,7 +170,8 @@ class RuleSet:
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
-        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path, recovery_path) if p]
+        tables = (neighbours_path, envelopes_path, linkfacts_path, recovery_path)
+        sources = [catalog_path, apis_path] + [p for p in tables if p]
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
                 if path.name in TABLES:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
 from . import safe
-from .common import context_lines, inputs_line, plural, span_of
+from .common import context_lines, incidents_title, inputs_line, plural, recovery_sentence, span_of
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -35,6 +35,8 @@ LANE, LEFT, WIDTH = 26, 190, 1100  # timeline geometry (px)
 _STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;background:#f4f5f7;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:22px}
+.state{font-size:12px;padding:1px 8px;border-radius:9px;color:#fff;background:#b3261e}
+.state.recovered{background:#2e7d32}
 header p{margin:0;color:#c8ccd6}.chips span{display:inline-block;margin:8px 8px 0 0;padding:3px 10px;
 border-radius:12px;background:#2e3648;font-size:13px}main{padding:20px 28px;max-width:1240px}
 h2{font-size:18px;margin:26px 0 10px}.card{background:#fff;border-radius:8px;padding:14px 18px;margin:0 0 14px;
@@ -93,7 +95,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
     if s.incidents:
         out.write("<h2>Timeline</h2>\n" + _legend(s.incidents) + "<div class=\"svgbox\">"
                   + timeline(s.incidents, s.bursts, analysis.related) + "</div>\n")
-        out.write("<h2>Incidents, most severe first</h2>\n")
+        out.write(f"<h2>{_e(incidents_title(s.incidents))}</h2>\n")
         for inc in s.incidents:
             out.write(_incident(analysis, inc))
     elif not s.findings:
@@ -174,11 +176,13 @@ def _incident(analysis: Analysis, inc: Incident) -> str:
                     else _e(f"{n:>6}  {t}") + "\n" for n, t in shown) if shown \
         else f'<span class="lead">{_e(lead.text)}</span>'
     return (f'<div class="card" id="incident-{inc.id}" style="border-left-color:{colour}">'
-            f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))}</h3>'
+            f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))} <span class="state {inc.state}">{inc.state}</span></h3>'
             f'<div class="meta">{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}'
             f'{" · not recoverable by itself" if inc.severe else ""}</div>'
             f'<p class="story">{_e(inc.story)}</p>'
-            f'<div class="meta">lead: <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) on '
+            + (f'<div class="meta">{_e(recovery_sentence(inc.recovery))}: '
+               f'<code>{_e(inc.recovery.source)}:{inc.recovery.line}</code></div>' if inc.recovery else "")
+            + f'<div class="meta">lead: <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) on '
             f'{_e(lead.node or "(no node)")}, <code>{_e(lead.source)}:{lead.line}</code></div>'
             f'<pre>{lines}</pre>'
             f'<p><span class="action" style="background:{colour}">{_e(inc.action_word)}</span>{_e(inc.action)}</p>'

@@ -20,12 +20,14 @@ from .common import (
     describe_causes,
     describe_code,
     fold_span,
+    incidents_title,
     inputs_line,
     is_storm,
     known_errors_lines,
     node_label,
     plural,
     recoverable_word,
+    recovery_sentence,
     span_of,
 )
 from .layout import MORE_HINT
@@ -70,14 +72,18 @@ def incidents_md(analysis: Analysis) -> list[str]:
     incidents = analysis.summary.incidents
     if not incidents:
         return []
-    out = ["## Incidents", "", "Most severe first. The lead is the earliest lower-level error on either side, else "
-           "the earliest specific LLM-DataDist code.", ""]
+    out = ["## Incidents", "", incidents_title(incidents).removeprefix("Incidents: ") + ". The lead is the "
+           "earliest lower-level error on either side, else the earliest specific LLM-DataDist code.", ""]
     limit = _limit(analysis, "incidents")
     for inc in incidents[:limit]:
         lead = inc.lead
         nodes = " + ".join(node_label(None if n == NO_NODE else n, lead.source) for n in inc.nodes)
-        out += [f"### {inc.id}. {_cell(nodes)} ({_cell(span_of(inc.start, inc.end))}, "
-                f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), "",
+        out += [f"### {inc.id}. {_cell(nodes)} ({inc.state}, {_cell(span_of(inc.start, inc.end))}, "
+                f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), ""]
+        if inc.recovery:
+            out.append(f"- **{_cell(recovery_sentence(inc.recovery)).capitalize()}:** "
+                       f"`{_code(inc.recovery.source)}:{inc.recovery.line}`")
+        out += [
                 f"- **Lead:** {_cell(lead.family)} {_cell(lead.code)} ({_cell(lead.meaning)}) on "
                 f"{_cell(node_label(lead.node, lead.source))}, `{_code(lead.source)}:{lead.line}`",
                 f"- **Action: `{inc.action_word}`** {_cell(inc.action)}", ""]

@@ -49,6 +49,7 @@ from .common import (
     describe_burst_extras,
     describe_causes,
     describe_code,
+    incidents_title,
     inputs_line,
     is_storm,
     known_errors_lines,
@@ -56,6 +57,7 @@ from .common import (
     node_label,
     plural,
     recoverable_word,
+    recovery_sentence,
     short_source,
     span_of,
 )
@@ -323,7 +325,7 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     """The incidents, most severe first: nodes and time, story, lead (with its context), action.
     The first few are told in full while they fit; the others in a line or two each."""
     incidents = analysis.summary.incidents
-    out = ["", st.bold(f"Incidents: {len(incidents)}, most severe first")]
+    out = ["", st.bold(incidents_title(incidents))]
     budget = _budget("incidents", full)
     blocks = []
     used = 0
@@ -351,22 +353,31 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     head = f"{inc.id:>2}. {incident_nodes(inc)}"
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
-    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
+    out = _wrap(f"{head}  {inc.state}, {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}: "
                 f"{inc.action_word}; lead {what} at {place(lead.source, lead.line, width - 4, lead.node)}",
                 "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
-    return out
+    return out + _recovery_lines(inc, width)
+
+
+def _recovery_lines(inc: Incident, width: int) -> list[str]:
+    """A recovered incident's proof: when, how long after its first error, and where."""
+    r = inc.recovery
+    if r is None:
+        return []
+    return _wrap(f"{recovery_sentence(r)}: {place(r.source, r.line, width - 10, r.node)}", "    ok    ", width,
+                 rest="          ")
 
 
 def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
     head = f"{inc.id:>2}. " + incident_nodes(inc, full)
-    out = _wrap(f"{head}  {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", "", width,
-                rest="    ")
+    out = _wrap(f"{head}  {inc.state}, {span_of(inc.start, inc.end)}, {plural(inc.findings, 'finding')}", "",
+                width, rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
-    out += _wrap(inc.story, "    ", width)
+    out += _wrap(inc.story, "    ", width) + _recovery_lines(inc, width)
     where = f"{lead.node}: " if lead.node and lead.node not in lead.source else ""
     out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node), "    lead  ", width,
                  rest="          ")
