@@ -225,6 +225,10 @@ class Proof(NamedTuple):
     def order(self) -> tuple[str, str, int]:
         return (self.timestamp or "", self.source, self.line)
 
+    def sort_key(self) -> tuple[bool, str, str, int]:
+        """Time order, untimed last (by source and line)."""
+        return (self.timestamp is None, self.timestamp or "", self.source, self.line)
+
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "line": self.line, "timestamp": self.timestamp, "node": self.node,
                 "proof": self.proof, "pid": self.pid, "clusters": list(self.clusters), "addrs": list(self.addrs),
@@ -263,10 +267,10 @@ class Observed:
             self.proofs = {k: self.proofs[k] for k in latest}
 
     def sorted_proofs(self) -> list[Proof]:
-        """Every proof kept, in time order (untimed last... by source and line)."""
+        """Every proof kept, in time order (untimed last, by source and line)."""
         self._trim_proofs()
         kept = {p for pair in self.proofs.values() for p in pair}
-        return sorted(kept, key=lambda p: (p.timestamp is None, p.order()))
+        return sorted(kept, key=Proof.sort_key)
 
     def note_facts(self, node: str | None, facts: list[Fact], pid: str | None) -> None:
         facts_of = self.nodes.get(node)

@@ -258,8 +258,8 @@ class Burst:
     counts: tuple[tuple[str, str | None, int], ...] = ()
     repeats: int = 0  # the lead's failure again (same code, API and rule), not listed under `also`
     # Set after the tally (diagnose.recovery): `recovered` when a later line shows its link healthy again.
-    state: str = ONGOING
-    recovery: Recovery | None = None
+    state: str = field(default=ONGOING, compare=False)
+    recovery: Recovery | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

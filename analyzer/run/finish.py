@@ -42,7 +42,7 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
     # A proof outside --since/--until still proves a link healthy: the window bounds what is reported.
-    proofs = settle_related_years(stats.observed.sorted_proofs(), sure)
+    proofs = sorted(settle_related_years(stats.observed.sorted_proofs(), sure), key=Proof.sort_key)
     return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, proofs)
 
 
