@@ -30,6 +30,7 @@ from .base import (
     fail,
     load_rules,
     quiet_broken_pipe,
+    redact_options,
     rules_option,
     warn,
 )
@@ -91,6 +92,7 @@ from .outputs import Output, resolve_outputs
               "(default: the first rows of each, most severe first, about 200 lines in all).")
 @click.option("--no-pager", is_flag=True, help="Never page the report (default: page text longer than the "
               "terminal through $PAGER, else less -FRX, as git does).")
+@redact_options
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -98,7 +100,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          jobs: int | None, dask_address: str | None, max_bytes: int, max_ratio: float, follow: bool,
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
-         around: int, color: str, full: bool, no_pager: bool,
+         around: int, color: str, full: bool, no_pager: bool, redact: bool, redact_key: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -160,6 +162,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
         from ..run.readback import context_of
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
+    analysis = redacted(analysis, redact, redact_key, [node] if node else [])
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
@@ -285,6 +288,15 @@ def page(text: str) -> None:
     except BrokenPipeError:
         pass
     proc.wait()
+
+
+def redacted(analysis: Analysis, redact: bool, key: str | None, names: list[str] | None = None) -> Analysis:
+    """`--redact`/`--redact-key`: after everything is worked out, before anything is written."""
+    if not redact and key is None:
+        return analysis
+    from ..run.redact import redact as redact_analysis
+
+    return redact_analysis(analysis, key, also=names or [])
 
 
 def _gate(analysis: Analysis, fail_on: str) -> bool:

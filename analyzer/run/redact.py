@@ -18,13 +18,14 @@ import hmac
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from ..core.records import Finding
 from .analysis import Analysis
 from .store import FindingStore
 
-IPV4 = r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?![\w.]*\d)"
+# Also inside names (`pd_comm_10.0.1.11_10.0.2.12`); not a version (`v0.10.1.1`).
+IPV4 = r"(?<![\d.v])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?!\d|\.\d)"
 _H = r"[0-9A-Fa-f]{1,4}"
 # Full eight groups, or a compressed form with `::` and a hex group on at least one side (not a
 # clock: 03:40:02 has no `::`; not C++ scope: ge::Status has no hex group after it).
@@ -33,9 +34,13 @@ IPV6 = (rf"(?<![\w:])(?:(?:{_H}:){{7}}{_H}|(?:{_H}:){{1,6}}:(?:{_H}(?::{_H}){{0,
 _ADDRESS = re.compile(rf"{IPV6}|{IPV4}")
 _HOME = re.compile(r"(?<![\w.])(/home/|/Users/|C:\\Users\\)([^/\\\s\"'`:;,)]+)")
 _CONTAINER_ID = re.compile(r"\b[0-9a-f]{64}\b")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# A kubelet pod folder (`/var/log/pods/NAMESPACE_POD_UID/`): one pod token for all of it; a pod uid alone.
+_POD_DIR = re.compile(rf"(?<![\w.-])[a-z0-9][a-z0-9-]*_[a-z0-9][a-z0-9.-]*_{_UUID}(?![\w-])")
+_POD_UID = re.compile(rf"\b{_UUID}\b")
 # A request id where a line names one: `req_id = X`, `request id: X`, `req = X`; a list after
 # `req_id ` (the stories: `req_id 2051, 2063 failed`).
-_REQ = re.compile(r"(?i)\b(?:req(?:_id| id)|request[ _]id|req)(?:\s*[=:]\s*|\s+)"
+_REQ = re.compile(r"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)"
                   r"([A-Za-z0-9][A-Za-z0-9_\-]*(?:, [A-Za-z0-9][A-Za-z0-9_\-]*)*)")
 KINDS = ("ip", "node", "pod", "container", "user", "req")
 
@@ -62,6 +67,10 @@ class Redactor:
             self.note("user", m.group(2))
         for m in _CONTAINER_ID.finditer(text):
             self.note("container", m.group(0))
+        for m in _POD_DIR.finditer(text):
+            self.note("pod", m.group(0))
+        for m in _POD_UID.finditer(text):
+            self.note("pod", m.group(0))
         for m in _REQ.finditer(text):
             for value in m.group(1).split(", "):
                 if any(c.isdigit() for c in value) or "-" in value:  # `req = X` in prose must look like an id
@@ -96,7 +105,8 @@ class Redactor:
         text = _REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
             tokens.get(v, v) for v in m.group(1).split(", ")), text)
         text = _HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
-        text = _ADDRESS.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
+        for pattern in (_ADDRESS, _CONTAINER_ID, _POD_UID):  # also where a name goes on (`ID-json.log`)
+            text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
         if self._known is not None:
             text = self._known.sub(lambda m: tokens[m.group(0)], text)
         return text
@@ -108,13 +118,13 @@ class Redactor:
         if obj is None or isinstance(obj, (bool, int, float)):
             return obj
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple record
-            return obj._make(self.value(v) for v in obj)
+            return cast(Any, obj)._make(self.value(v) for v in obj)
         if isinstance(obj, (tuple, list, set, frozenset)):
             return type(obj)(self.value(v) for v in obj)
         if isinstance(obj, Counter):
-            return Counter({self.value(k): n for k, n in obj.items()})
-        if isinstance(obj, dict):
-            return {self.value(k): self.value(v) for k, v in obj.items()}
+            return Counter(obj)
+        if isinstance(obj, dict):  # keys are kinds and names of the tool's own (versions, roles)
+            return {k: self.value(v) for k, v in obj.items()}
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             changes = {f.name: self.value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
             return dataclasses.replace(obj, **changes)
@@ -194,5 +204,6 @@ def redact(analysis: Analysis, key: str | None = None, also: Iterable[str] = ())
     return dataclasses.replace(
         analysis, findings=RedactedStore(analysis.findings, red), inputs=red.value(analysis.inputs),
         summary=red.value(analysis.summary), known_errors=red.value(analysis.known_errors),
-        related=red.value(analysis.related), links=red.value(analysis.links), proofs=red.value(analysis.proofs),
-        context=red.value(analysis.context))
+        related=red.value(analysis.related), proofs=red.value(analysis.proofs),
+        links={red.text(node) if node else node: red.value(facts) for node, facts in analysis.links.items()},
+        context={(red.text(source), line): red.value(lines) for (source, line), lines in analysis.context.items()})

@@ -74,7 +74,7 @@ def _rule(rule_id: str, rule: Rule | None) -> dict[str, Any]:
 
 
 def _result(f: Finding, index: dict[str, int], state: str | None = None) -> dict[str, Any]:
-    found = {
+    found: dict[str, Any] = {
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
         "level": level(f.recoverable),
