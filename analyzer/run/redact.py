@@ -36,13 +36,16 @@ _HOME = re.compile(r"(?<![\w.])(/home/|/Users/|C:\\Users\\)([^/\\\s\"'`:;,)]+)")
 _CONTAINER_ID = re.compile(r"\b[0-9a-f]{64}\b")
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # A kubelet pod folder (`/var/log/pods/NAMESPACE_POD_UID/`): one pod token for all of it; a pod uid alone.
-_POD_DIR = re.compile(rf"(?<![\w.-])[a-z0-9][a-z0-9-]*_[a-z0-9][a-z0-9.-]*_{_UUID}(?![\w-])")
+_KUBELET_POD_FOLDER = re.compile(rf"(?<![\w.-])[a-z0-9][a-z0-9-]*_[a-z0-9][a-z0-9.-]*_{_UUID}(?![\w-])")
 _POD_UID = re.compile(rf"\b{_UUID}\b")
+# kubelet's `/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log`: one pod token for the names.
+_CONTAINER_LOG_NAME = re.compile(r"(?<![\w.-])[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0-9]*"
+                                 r"(?=-[0-9a-f]{64}\.log)")
 # A request id where a line names one: `req_id = X`, `request id: X`, `req = X`; a list after
 # `req_id ` (the stories: `req_id 2051, 2063 failed`).
 _REQ = re.compile(r"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)"
                   r"([A-Za-z0-9][A-Za-z0-9_\-]*(?:, [A-Za-z0-9][A-Za-z0-9_\-]*)*)")
-KINDS = ("ip", "node", "pod", "container", "user", "req")
+TOKEN_KINDS = ("ip", "node", "pod", "container", "user", "req")
 
 
 class Redactor:
@@ -50,7 +53,7 @@ class Redactor:
 
     def __init__(self, key: str | None = None) -> None:
         self.key = key.encode() if key is not None else None
-        self.values: dict[str, set[str]] = {k: set() for k in KINDS}
+        self.values: dict[str, set[str]] = {k: set() for k in TOKEN_KINDS}
         self.tokens: dict[str, str] = {}  # value -> token, once `freeze()`d
         self._known: re.Pattern[str] | None = None
 
@@ -67,10 +70,11 @@ class Redactor:
             self.note("user", m.group(2))
         for m in _CONTAINER_ID.finditer(text):
             self.note("container", m.group(0))
-        for m in _POD_DIR.finditer(text):
+        for m in _KUBELET_POD_FOLDER.finditer(text):
             self.note("pod", m.group(0))
-        for m in _POD_UID.finditer(text):
-            self.note("pod", m.group(0))
+        for pattern in (_POD_UID, _CONTAINER_LOG_NAME):
+            for m in pattern.finditer(text):
+                self.note("pod", m.group(0))
         for m in _REQ.finditer(text):
             for value in m.group(1).split(", "):
                 if any(c.isdigit() for c in value) or "-" in value:  # `req = X` in prose must look like an id
@@ -79,7 +83,7 @@ class Redactor:
     def freeze(self) -> None:
         """Number (or hash) every value noted; build the one pattern that finds them in text."""
         taken = set()
-        for kind in KINDS:
+        for kind in TOKEN_KINDS:
             for n, value in enumerate(sorted(self.values[kind]), 1):
                 if value in self.tokens:
                     continue  # a value of two kinds keeps its first (an ip that is also a node name)
@@ -105,7 +109,7 @@ class Redactor:
         text = _REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
             tokens.get(v, v) for v in m.group(1).split(", ")), text)
         text = _HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
-        for pattern in (_ADDRESS, _CONTAINER_ID, _POD_UID):  # also where a name goes on (`ID-json.log`)
+        for pattern in (_ADDRESS, _CONTAINER_LOG_NAME, _CONTAINER_ID, _POD_UID):  # also where a name goes on (`ID-json.log`)
             text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
         if self._known is not None:
             text = self._known.sub(lambda m: tokens[m.group(0)], text)

@@ -123,3 +123,11 @@ def test_texts_keep_what_is_not_a_name() -> None:
     red.freeze()
     assert red.text(line) == ("link pd_comm_ip-1_ip-2 at 03:40:02.812 (vLLM v0.10.1.1), ge::Status, 0x5010B009, "
                               "req_id req-1, req-2 failed, see plog-1.log:2051")
+
+
+def test_kubelet_log_names_become_one_pod_token() -> None:
+    red = Redactor()
+    path = "/var/log/containers/decode-0_llm-serving_vllm-" + "ab" * 32 + ".log"
+    red.harvest(path)
+    red.freeze()
+    assert red.text(path) == "/var/log/containers/pod-1-container-1.log"
