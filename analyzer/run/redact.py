@@ -109,7 +109,8 @@ class Redactor:
         text = _REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
             tokens.get(v, v) for v in m.group(1).split(", ")), text)
         text = _HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
-        for pattern in (_ADDRESS, _CONTAINER_LOG_NAME, _CONTAINER_ID, _POD_UID):  # also where a name goes on (`ID-json.log`)
+        # These also where a name goes on (`ID-json.log`), which the whole-value pattern leaves.
+        for pattern in (_ADDRESS, _CONTAINER_LOG_NAME, _CONTAINER_ID, _POD_UID):
             text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
         if self._known is not None:
             text = self._known.sub(lambda m: tokens[m.group(0)], text)
