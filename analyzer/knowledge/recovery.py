@@ -41,6 +41,7 @@ class ProofKind:
     patterns: tuple[regex.Pattern[str], ...]
     match: tuple[tuple[str, str], ...] = ()  # (line, the peer its own link facts name)
     no_match: tuple[str, ...] = ()
+    scan: tuple[str, ...] | None = None  # literals that make a line a scan candidate (None: `literals`)
 
     def holds(self, line: str) -> bool:
         return any(map(line.__contains__, self.literals)) and any(p.search(line) for p in self.patterns)
@@ -62,9 +63,11 @@ class RecoveryTable:
     def __init__(self, failures: list[FailureKind], proofs: list[ProofKind]) -> None:
         self.failures, self.proofs = failures, proofs
         self.by_id = {p.id: p for p in proofs}
-        # What the scanner's prefilter looks for (second tier: read cheaply, like link facts).
-        self.raw_literals = tuple(dict.fromkeys(lit.encode() for p in proofs for lit in p.literals))
-        every = sorted(self.raw_literals, key=len, reverse=True)
+        # What the scanner's prefilter looks for (second tier: read cheaply, like link facts); a
+        # proof printed on every request is looked for only on lines read anyway.
+        self.raw_literals = tuple(dict.fromkeys(
+            lit.encode() for p in proofs for lit in (p.literals if p.scan is None else p.scan)))
+        every = sorted({lit.encode() for p in proofs for lit in p.literals}, key=len, reverse=True)
         self._raw_present = re.compile(b"|".join(map(re.escape, every))) if every else None
 
     def maybe_in(self, raw: bytes) -> bool:
@@ -149,7 +152,7 @@ def _proof(path: Path, index: int, raw: Any, kinds: set[str]) -> ProofKind:
     where = f"{path}: proof {ident or '#' + str(index + 1)}"
     if not isinstance(raw, dict) or not isinstance(ident, str) or not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", ident):
         raise RuleError(f"{where}: must be a mapping whose `id` is lower-case words joined by '-'")
-    unknown = sorted(set(raw) - {"id", "description", "heals", "literals", "patterns", "examples"})
+    unknown = sorted(set(raw) - {"id", "description", "heals", "literals", "scan", "patterns", "examples"})
     if unknown:
         raise RuleError(f"{where}: unknown field(s): {', '.join(unknown)}")
     heals = raw.get("heals")
@@ -172,5 +175,8 @@ def _proof(path: Path, index: int, raw: Any, kinds: set[str]) -> ProofKind:
         raise RuleError(f"{where}: examples.match entries must be [line, peer]")
     if not all(isinstance(x, str) for x in no_match):
         raise RuleError(f"{where}: examples.no_match must be a list of lines")
+    scan = raw.get("scan")
+    if scan is not None and not (isinstance(scan, list) and all(isinstance(x, str) and len(x) >= 3 for x in scan)):
+        raise RuleError(f"{where}: `scan` must be a list of strings of at least 3 characters (may be empty)")
     return ProofKind(ident, str(raw.get("description") or ""), frozenset(heals), tuple(literals), tuple(patterns),
-                     tuple((m[0], m[1]) for m in match), tuple(no_match))
+                     tuple((m[0], m[1]) for m in match), tuple(no_match), None if scan is None else tuple(scan))
