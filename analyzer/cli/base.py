@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, NoReturn
@@ -29,6 +30,17 @@ MISSING = "no such file or directory"
 rules_option = click.option(
     "--rules", "rules_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
     help="Extra rules directory (repeatable); its rules add to or override the built-in ones.")
+
+
+def redact_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--redact` and `--redact-key KEY` (scan, merge, show)."""
+    command = click.option("--redact-key", metavar="KEY", default=None,
+                           help="Redact with tokens that are a keyed hash of each value (implies --redact): "
+                                "stable across runs, so two redacted reports compare.")(command)
+    return click.option("--redact", is_flag=True,
+                        help="Replace addresses, host/node, pod and container names and ids, home-folder user "
+                             "names and request ids with pseudonyms (ip-3, node-2), the same in every format; "
+                             "the analysis is done on the real values first.")(command)
 
 
 lang_option = click.option(

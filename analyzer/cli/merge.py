@@ -9,9 +9,9 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS
-from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, lang_option, load_rules, rules_option
+from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, lang_option, load_rules, redact_options, rules_option
 from .outputs import resolve_outputs
-from .scan import _gate, _write
+from .scan import _gate, _write, redacted
 
 
 @cli.command()
@@ -20,14 +20,16 @@ from .scan import _gate, _write
               help="Report format (default: text, or what each -o file's name says).")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write the report here (repeatable; the format from a FORMAT: prefix or the name).")
-@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "never"]), default="any", show_default=True,
+@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "ongoing", "never"]), default="any",
+              show_default=True,
               help="Which findings make the exit code 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")
 @click.option("--full", is_flag=True, help="List every row of every section in the text and Markdown reports.")
 @lang_option
+@redact_options
 @rules_option
 def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, quiet: bool,
-          full: bool, lang: str | None, rules_dirs: tuple) -> None:
+          full: bool, lang: str | None, redact: bool, redact_key: str | None, rules_dirs: tuple) -> None:
     """Merge PARTS (JSON, JSONL or Parquet reports of `ddtriage scan`) into one report.
 
     Scan each node where its logs are (`ddtriage scan --node NAME -o node.parquet`), bring the
@@ -42,6 +44,7 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
         analysis = merge_parts(list(parts), load_rules(rules_dirs, lang), warn)
     except DDTriageError as exc:
         fail(str(exc))
+    analysis = redacted(analysis, redact, redact_key)
     analysis.fail_on = fail_on
     analysis.full = full
     for report in reports:

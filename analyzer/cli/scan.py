@@ -32,6 +32,7 @@ from .base import (
     lang_option,
     load_rules,
     quiet_broken_pipe,
+    redact_options,
     resolve_lang,
     rules_option,
     warn,
@@ -93,9 +94,10 @@ def reading_options(f: F) -> F:
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
                    "prefix, else the name (.sarif, .xml, .md, .json, .txt, .html), else --format; - is stdout.")
-@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
+@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "ongoing", "never"]), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
-              "recoverable; related: any finding or any related runtime/HCCL/HIXL/MindIE/... error).")
+              "recoverable; ongoing: in a burst no later line shows recovered; related: any finding or any "
+              "related runtime/HCCL/HIXL/MindIE/... error).")
 @selection_options
 @click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None,
               help="Worker processes (default: the CPU count, for inputs of 16 MiB or more). "
@@ -123,6 +125,7 @@ def reading_options(f: F) -> F:
 @click.option("--unexplained", is_flag=True, help="Also list the top templates of the ERROR/WARNING lines that "
               "nothing explains, near each incident (text, markdown, json; one more read of the inputs).")
 @lang_option
+@redact_options
 @rules_option
 def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail_on: str, include: tuple[str, ...],
          exclude: tuple[str, ...], hidden: bool, since: datetime | None, until: datetime | None,
@@ -131,6 +134,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
          node: str | None, strict: bool, quiet: bool, allow_empty: bool, baseline: str | None,
          write_baseline: str | None, suppressions: str | None,
          around: int, color: str, full: bool, no_pager: bool, unexplained: bool, lang: str | None,
+         redact: bool, redact_key: str | None,
          rules_dirs: tuple[Path, ...]) -> None:
     """Scan PATHS (files, folders, archives, - for stdin) and write a triage report.
 
@@ -196,6 +200,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
 
         analysis.context = context_of(((i.lead.source, i.lead.line) for i in analysis.summary.incidents), around)
     analysis.unexplained = _unexplained(unexplained, analysis, targets, options)
+    analysis = redacted(analysis, redact, redact_key, [node] if node else [])
     analysis.fail_on = fail_on  # CI writers show related errors as failing when they fail the gate
     analysis.full = full  # text and Markdown: every row, not the first of each section
     for report in sorted(reports, key=lambda r: r.path == "-"):  # files first: a closed stdout stops the rest
@@ -335,6 +340,15 @@ def page(text: str) -> None:
     proc.wait()
 
 
+def redacted(analysis: Analysis, redact: bool, key: str | None, names: list[str] | None = None) -> Analysis:
+    """`--redact`/`--redact-key`: after everything is worked out, before anything is written."""
+    if not redact and key is None:
+        return analysis
+    from ..run.redact import redact as redact_analysis
+
+    return redact_analysis(analysis, key, also=names or [])
+
+
 def _gate(analysis: Analysis, fail_on: str) -> bool:
     if fail_on == "never":
         return False
@@ -342,5 +356,7 @@ def _gate(analysis: Analysis, fail_on: str) -> bool:
         return analysis.summary.findings > 0 or bool(analysis.related)
     if fail_on == "unrecoverable":  # from the summary: the findings are not read again
         return analysis.summary.unrecoverable > 0
+    if fail_on == "ongoing":  # what did not recover
+        return analysis.summary.ongoing > 0
     return analysis.summary.findings > 0
 

@@ -41,7 +41,7 @@ class Key:
 
 
 KEYS: dict[str, Key] = {
-    "fail-on": Key("fail_on", "str", ("any", "unrecoverable", "never")),
+    "fail-on": Key("fail_on", "str", ("any", "unrecoverable", "ongoing", "never")),
     "format": Key("fmt", "str"),
     "outputs": Key("outputs", "outputs"),
     "rules": Key("rules_dirs", "paths"),

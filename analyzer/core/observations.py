@@ -198,13 +198,79 @@ class RelatedEvent(NamedTuple):
         return cls(d["source"], d["line"], d.get("timestamp"), d.get("node"), d["family"], d["code"],
                    d.get("meaning", ""), text=d.get("text", ""), link=tuple(sorted((d.get("link") or {}).items())))
 
+MAX_PROOFS = 10_000  # proof buckets kept (the latest: a link's last proof decides whether it is healthy)
+
+
+class Proof(NamedTuple):
+    """A line that shows a link healthy again (a proof of `recovery.yaml`)."""
+
+    source: str
+    line: int
+    timestamp: str | None
+    node: str | None
+    proof: str  # the proof's id in recovery.yaml
+    pid: str | None = None
+    clusters: tuple[str, ...] = ()  # remote cluster ids the line (or its process just before) names
+    addrs: tuple[str, ...] = ()  # remote ip[:port]
+    text: str = ""
+    year_guessed: bool = False
+
+    def bucket(self) -> tuple[object, ...]:
+        """Proofs of one link, node, process and proof within one second are one bucket; a bucket keeps
+        its earliest and its latest (split-free: the same whatever the units), so a storm of
+        successful transfers costs two proofs a second. Untimed proofs: one bucket per log."""
+        return (self.node, self.proof, self.pid, self.clusters, self.addrs,
+                self.timestamp[:19] if self.timestamp else None, None if self.timestamp else self.source)
+
+    def order(self) -> tuple[str, str, int]:
+        return (self.timestamp or "", self.source, self.line)
+
+    def sort_key(self) -> tuple[bool, str, str, int]:
+        """Time order, untimed last (by source and line)."""
+        return (self.timestamp is None, self.timestamp or "", self.source, self.line)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "timestamp": self.timestamp, "node": self.node,
+                "proof": self.proof, "pid": self.pid, "clusters": list(self.clusters), "addrs": list(self.addrs),
+                "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Proof:
+        """A proof from its JSON shape (`ddtriage merge`)."""
+        return cls(d["source"], d["line"], d.get("timestamp"), d.get("node"), d["proof"], d.get("pid"),
+                   tuple(d.get("clusters") or ()), tuple(d.get("addrs") or ()), d.get("text", ""))
+
+
 @dataclass
 class Observed:
-    """Link facts per node and related errors of one unit of work (or, merged, of a run)."""
+    """Link facts per node, related errors and proofs of recovery of one unit of work (or, merged,
+    of a run)."""
 
     nodes: dict[str | None, NodeFacts] = field(default_factory=dict)
     related: list[RelatedEvent] = field(default_factory=list)
     related_dropped: int = 0
+    proofs: dict[tuple[object, ...], tuple[Proof, Proof]] = field(default_factory=dict)  # bucket -> (first, last)
+
+    def note_proof(self, proof: Proof) -> None:
+        key = proof.bucket()
+        had = self.proofs.get(key)
+        if had is None:
+            self.proofs[key] = (proof, proof)
+        else:
+            self.proofs[key] = (min(had[0], proof, key=Proof.order), max(had[1], proof, key=Proof.order))
+        if len(self.proofs) >= 2 * MAX_PROOFS:
+            self._trim_proofs()
+
+    def _trim_proofs(self) -> None:
+        if len(self.proofs) > MAX_PROOFS:
+            latest = sorted(self.proofs, key=lambda k: self.proofs[k][1].order())[-MAX_PROOFS:]
+            self.proofs = {k: self.proofs[k] for k in latest}
+
+    def sorted_proofs(self) -> list[Proof]:
+        """Every proof kept, in time order (untimed last, by source and line)."""
+        self._trim_proofs()
+        kept = {p for pair in self.proofs.values() for p in pair}
+        return sorted(kept, key=Proof.sort_key)
 
     def note_facts(self, node: str | None, facts: list[Fact], pid: str | None) -> None:
         facts_of = self.nodes.get(node)
@@ -234,16 +300,25 @@ class Observed:
         self.related.extend(other.related)
         self.related_dropped += other.related_dropped
         self._trim()
+        for pair in other.proofs.values():
+            for proof in pair:
+                self.note_proof(proof)
 
     def shift(self, lines: int) -> None:
         """Renumber the lines of a byte range that started `lines` lines into its file."""
         if lines:
             self.related = [e._replace(line=e.line + lines) for e in self.related]
+            self.proofs = {k: (a._replace(line=a.line + lines), b._replace(line=b.line + lines))
+                           for k, (a, b) in self.proofs.items()}
 
-    def add_report(self, related: list[dict[str, Any]], links: list[dict[str, Any]]) -> None:
-        """Related errors and link facts from a JSON report's `related` and `links` (`ddtriage merge`)."""
+    def add_report(self, related: list[dict[str, Any]], links: list[dict[str, Any]],
+                   proofs: list[dict[str, Any]] | None = None) -> None:
+        """Related errors, link facts and proofs from a JSON report's `related`, `links` and `proofs`
+        (`ddtriage merge`)."""
         for d in related:
             self.note_related(RelatedEvent.from_dict(d))
+        for d in proofs or ():
+            self.note_proof(Proof.from_dict(d))
         for d in links:
             facts = NodeFacts.from_dict(d)
             node = d.get("node")

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from .observations import RelatedEvent
+from .observations import Proof, RelatedEvent
 from .records import Finding
 
 if TYPE_CHECKING:
@@ -215,10 +215,13 @@ def settle_years(findings: list[Finding]) -> list[Finding]:
     return [refs.settle(f) for f in findings]
 
 
-def settle_related_years(events: list[RelatedEvent], known: dict[str | None, list[str]]) -> list[RelatedEvent]:
-    """Related errors whose year was only guessed take the year nearest the median stamp with a sure
-    year of their node (else of the whole run), as findings do (`YearRefs.settle`). `known`: node
-    -> stamps with a sure year."""
+Dated = TypeVar("Dated", RelatedEvent, Proof)
+
+
+def settle_related_years(events: list[Dated], known: dict[str | None, list[str]]) -> list[Dated]:
+    """Related errors (and proofs of recovery) whose year was only guessed take the year nearest the
+    median stamp with a sure year of their node (else of the whole run), as findings do
+    (`YearRefs.settle`). `known`: node -> stamps with a sure year."""
     everything = sorted(t for stamps in known.values() for t in stamps)
     out = []
     for e in events:

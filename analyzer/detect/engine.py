@@ -74,12 +74,13 @@ class Engine:
         self.resolver = ApiResolver(self.rules.apis)
         self.neighbours = self.rules.neighbours
         self.linkfacts = self.rules.linkfacts
-        self.observer = LineObserver(self.linkfacts, self.neighbours)
+        self.observer = LineObserver(self.linkfacts, self.neighbours, self.rules.recovery)
         # Neighbour errors are reported on their own and link facts come from INFO lines, so both
         # families of literals join the code literals: one prefilter pass still finds them all.
-        # Lines with link-fact literals only are the second tier: read for their facts, cheaply.
+        # Lines with link-fact or recovery-proof literals only are the second tier: read for their
+        # facts and proofs, cheaply.
         self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals))
-        self._fact_literals = self.linkfacts.raw_literals
+        self._fact_literals = tuple(dict.fromkeys((*self.linkfacts.raw_literals, *self.rules.recovery.raw_literals)))
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals)

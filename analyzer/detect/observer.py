@@ -13,11 +13,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.headers import header_pid, record_headers
-from ..core.observations import Fact, Observed, RelatedEvent
+from ..core.observations import Fact, Observed, Proof, RelatedEvent
 from ..core.records import process_key
 from ..knowledge.linkfacts import LinkFactMatcher
+from ..knowledge.recovery import RecoveryTable
 
 if TYPE_CHECKING:
+    from ..core.headers import Header
     from ..core.records import Record
     from ..inputs import Layout, YearHint
     from ..knowledge.families import NeighbourMatcher
@@ -71,23 +73,49 @@ def finding_link(recent: dict[str, tuple[str, int]], facts: list[Fact], line_no:
 
 
 class LineObserver:
-    """Link facts and neighbour-family errors of each candidate line, into the stream's `Observed`."""
+    """Link facts, neighbour-family errors and proofs of recovery of each candidate line, into the
+    stream's `Observed`."""
 
-    def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
+    def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher,
+                 recovery: RecoveryTable | None = None) -> None:
         self.linkfacts, self.neighbours = linkfacts, neighbours
+        self.recovery = recovery or RecoveryTable([], [])
+
+    def _proof(self, state: StreamView, line_no: int, text: str, raw: bytes, node: str | None,
+               process: str | None, header: Header | None, record: Record | None) -> None:
+        """Note the line as a proof of recovery when it is one, naming the peer its own facts (or
+        its process's, the few lines before) name."""
+        if not self.recovery.maybe_in(raw):
+            return
+        proof = self.recovery.find(text)
+        if proof is None:
+            return
+        header = header or record_headers(text, state.year)[0]
+        link = dict(finding_link(state.recent.get(process, {}), [], line_no))
+        when = state.clock.time_of(header, lambda: (), record)
+        clusters = (link["remote_cluster"],) if "remote_cluster" in link else ()
+        addrs = tuple(link[k] for k in ("remote_addr", "remote_ip") if k in link)[:1]
+        state.observed.note_proof(Proof(state.name, line_no, when.timestamp or when.time_hint, node, proof,
+                                        header.pid or state.layout.pid, clusters, addrs, text[:600],
+                                        when.year_guessed))
 
     def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes) -> None:
         """Note the link facts of a plain line that holds fact literals only (no code, no
         neighbour error): what `line` does for it, without what only a finding needs."""
         facts = self.linkfacts.find(text, raw)
-        if not facts:
+        proof = self.recovery.maybe_in(raw)
+        if not facts and not proof:
             return
         pid = header_pid(text, state.year) or state.layout.pid
         node = node_of(state.layout, None, state.layout.pod, default_node)
-        state.observed.note_facts(node, facts, pid)
-        mine = state.recent.setdefault(process_of(state.layout, None, pid), {})
-        for kind, value in facts:
-            mine[kind] = (value, line_no)
+        process = process_of(state.layout, None, pid)
+        if facts:
+            state.observed.note_facts(node, facts, pid)
+            mine = state.recent.setdefault(process, {})
+            for kind, value in facts:
+                mine[kind] = (value, line_no)
+        if proof:
+            self._proof(state, line_no, text, raw, node, process, None, None)
 
     def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,
@@ -95,17 +123,32 @@ class LineObserver:
         """Note one line's facts and related errors; return the link facts a finding on it carries."""
         if cand.facts_only:  # a record of a line with fact literals only: no finding, no related error
             facts = self.linkfacts.find(text, raw)
-            if facts:
+            proof = self.recovery.maybe_in(raw)
+            if facts or proof:
                 pid = header_pid(text, state.year) or state.layout.pid
                 node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod,
                                default_node)
-                state.observed.note_facts(node, facts, pid)
-                mine = state.recent.setdefault(process_of(state.layout, record, pid), {})
-                for kind, value in facts:
-                    mine[kind] = (value, cand.line_no)
+                process = process_of(state.layout, record, pid)
+                if facts:
+                    state.observed.note_facts(node, facts, pid)
+                    mine = state.recent.setdefault(process, {})
+                    for kind, value in facts:
+                        mine[kind] = (value, cand.line_no)
+                if proof:
+                    self._proof(state, cand.line_no, text, raw, node, process, None, record)
             return ()
         facts = self.linkfacts.find(text, raw) if self.linkfacts.maybe_in(raw) else []
         families = self.neighbours.families_in(raw)
+        if self.recovery.maybe_in(raw):
+            header = record_headers(text, state.year)[0]
+            pid = header.pid or state.layout.pid
+            node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)
+            process = process_of(state.layout, record, pid)
+            if facts:  # the proof names what its own line names
+                mine = state.recent.setdefault(process, {})
+                for kind, value in facts:
+                    mine[kind] = (value, cand.line_no)
+            self._proof(state, cand.line_no, text, raw, node, process, header, record)
         if not facts and not families:
             if not state.recent:
                 return ()

@@ -13,7 +13,7 @@ from ..core.observations import NodeFacts, RelatedEvent
 from ..knowledge.messages import action_label, current, language, t
 from ..knowledge.rules import RuleSet
 from .incidents import GAP_SECONDS, NO_NODE, Links, attach_related, group_units, lead_of, order_time, seconds
-from .summary import Burst, Incident, IncidentLead
+from .summary import ONGOING, Burst, Incident, IncidentLead
 
 MAX_FOLLOW = 2  # LLM-DataDist remedies named after the lead's
 
@@ -277,15 +277,19 @@ def mismatch_sentence(mine: Sequence[Burst], facts: dict[str | None, NodeFacts])
 
 def build_incidents(bursts: Sequence[Burst], related: Sequence[RelatedEvent], facts: dict[str | None, NodeFacts],
                     rules: RuleSet) -> tuple[Incident, ...]:
-    """The incidents of a run, most severe first (more nodes, more findings, then earlier)."""
+    """The incidents of a run, ongoing first, then most severe first (more nodes, more findings, then
+    earlier). `bursts` carry their states (`recovery.mark_bursts`)."""
     if not bursts:
         return ()
     links = Links(facts, bursts)
     groups = group_units(bursts, related, links)
     attach_related(groups, bursts, related, links)
-    made = [incident_of(g.bursts, g.related, bursts, related, facts, rules) for g in groups]
-    made.sort(key=lambda inc: (-len(inc.nodes), -inc.findings, not inc.severe, order_time(inc.start),
-                               inc.lead.source, inc.lead.line))
+    from .recovery import incident_state  # the state of each incident: its bursts' (set before)
+
+    made = [incident_state(incident_of(g.bursts, g.related, bursts, related, facts, rules), bursts) for g in groups]
+    # What is still broken first, then the most severe.
+    made.sort(key=lambda inc: (inc.state != ONGOING, -len(inc.nodes), -inc.findings, not inc.severe,
+                               order_time(inc.start), inc.lead.source, inc.lead.line))
     return tuple(_renumber(inc, n) for n, inc in enumerate(made, 1))
 
 

@@ -209,6 +209,28 @@ class AlsoCode:
                 "recoverable": self.recoverable}
 
 
+ONGOING, RECOVERED = "ongoing", "recovered"  # the states of a burst and of an incident (diagnose.recovery)
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """The line that shows a failed link healthy again (a proof of `recovery.yaml`), and how long
+    after the first failure it came."""
+
+    source: str
+    line: int
+    timestamp: str | None
+    node: str | None
+    proof: str  # the proof's id ("link-success", "transfer-success", ...)
+    text: str
+    seconds: float | None = None  # time to recover: from the first failure to this line; None untimed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "line": self.line, "timestamp": self.timestamp, "node": self.node,
+                "proof": self.proof, "text": self.text,
+                "seconds": None if self.seconds is None else round(self.seconds, 3)}
+
+
 @dataclass(frozen=True, slots=True)
 class Burst:
     """A run of findings of one thread (or process) in one source: one operation's failure, its
@@ -235,6 +257,9 @@ class Burst:
     peers: tuple[tuple[str | None, str | None], ...] = ()
     counts: tuple[tuple[str, str | None, int], ...] = ()
     repeats: int = 0  # the lead's failure again (same code, API and rule), not listed under `also`
+    # Set after the tally (diagnose.recovery): `recovered` when a later line shows its link healthy again.
+    state: str = field(default=ONGOING, compare=False)
+    recovery: Recovery | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -252,6 +277,8 @@ class Burst:
             "repeats": self.repeats,
             "causes": [c.to_dict() for c in self.causes],
             "also": [a.to_dict() for a in self.also],
+            "state": self.state,
+            "recovery": self.recovery.to_dict() if self.recovery else None,
         }
 
 
@@ -347,11 +374,14 @@ class Incident:
     severe: bool = False  # holds a finding not known to be recoverable
     bursts: tuple[int, ...] = ()  # indexes into Summary.bursts
     related: tuple[int, ...] = ()  # indexes into Analysis.related
+    state: str = ONGOING  # `recovered` when every burst of it is (diagnose.recovery)
+    recovery: Recovery | None = None  # the proof that healed its last burst to recover
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "start": self.start, "end": self.end, "nodes": list(self.nodes),
                 "lead": self.lead.to_dict(), "action": self.action, "story": self.story,
-                "findings": self.findings, "fingerprints": list(self.fingerprints)}
+                "findings": self.findings, "fingerprints": list(self.fingerprints), "state": self.state,
+                "recovery": self.recovery.to_dict() if self.recovery else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +409,12 @@ class Summary:
     folded: tuple[FoldedRow, ...] = ()
     burst_count: int = 0  # bursts in all (`bursts` keeps the first MAX_BURSTS of them)
     burst_groups: tuple[BurstGroup, ...] = ()  # every burst, grouped by lead; in the order of `bursts`
+
+    @property
+    def ongoing(self) -> int:
+        """Bursts that no later line shows recovered (`--fail-on ongoing`); bursts past MAX_BURSTS,
+        whose state is not worked out, count as ongoing."""
+        return sum(1 for b in self.bursts if b.state == ONGOING) + max(0, self.burst_count - len(self.bursts))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -33,6 +33,7 @@ from .catalog import (
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
 from .linkfacts import LinkFactMatcher
+from .recovery import RecoveryTable
 from .versions import VersionCondition, Versions
 
 UNKNOWN_RULE_ID = "unknown-code"
@@ -41,7 +42,8 @@ _RULE_FIELDS = {"id", "description", "match", "action", "recoverable", "remedy",
                 "description_zh", "remedy_zh", "follows"}
 _MATCH_FIELDS = {"codes", "apis", "not_apis", "in_cluster_results", "nearby", "unknown", "versions"}
 # The files of a rules folder that are tables, not `rules:` files.
-TABLES = ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml", "messages.yaml")
+TABLES = ("catalog.yaml", "apis.yaml", "neighbours.yaml", "envelopes.yaml", "linkfacts.yaml", "recovery.yaml",
+          "messages.yaml")
 # A user's `nearby` regex may backtrack catastrophically: each search gets this long, then the rule
 # is reported and disabled for the rest of the run (the `regex` module's `timeout`).
 NEARBY_TIMEOUT = 0.5
@@ -113,8 +115,8 @@ class RuleSet:
 
     def __init__(self, catalog: Catalog, apis: ApiTable, rules: list[Rule], sources: list[Path],
                  neighbours: NeighbourMatcher | None = None, envelopes: EnvelopeTable | None = None,
-                 linkfacts: LinkFactMatcher | None = None, lang: str = "en",
-                 untranslated: tuple[str, ...] = ()):
+                 linkfacts: LinkFactMatcher | None = None, recovery: RecoveryTable | None = None,
+                 lang: str = "en", untranslated: tuple[str, ...] = ()):
         self.lang = lang  # the language of every human text loaded (remedies, meanings, names)
         self.untranslated = untranslated  # built-in entries without one of their languages (`rules check` fails)
         self.catalog = catalog
@@ -122,6 +124,7 @@ class RuleSet:
         self.neighbours = neighbours or NeighbourMatcher([])
         self.envelopes = envelopes or EnvelopeTable([])
         self.linkfacts = linkfacts or LinkFactMatcher([])
+        self.recovery = recovery or RecoveryTable([], [])
         self.rules = rules
         self.sources = sources
         self.by_id = {r.id: r for r in rules}
@@ -192,6 +195,8 @@ class RuleSet:
         envelopes = EnvelopeTable.load(envelopes_path) if envelopes_path else EnvelopeTable([])
         linkfacts_path = _last_existing(dirs, "linkfacts.yaml")
         linkfacts = LinkFactMatcher.load(linkfacts_path)
+        recovery_path = _last_existing(dirs, "recovery.yaml")
+        recovery = RecoveryTable.load(recovery_path, catalog, apis)
         rules: dict[str, Rule] = {}
         for code in catalog.codes:
             rule = default_rule(code, catalog_path)
@@ -204,7 +209,8 @@ class RuleSet:
             references=(), examples_match=("ret = 0x5010B0A3",), examples_no_match=("ret = 0x5010B009",),
             origin=str(catalog_path), builtin=True, default=True,
         )
-        sources = [catalog_path, apis_path] + [p for p in (neighbours_path, envelopes_path, linkfacts_path) if p]
+        tables = (neighbours_path, envelopes_path, linkfacts_path, recovery_path)
+        sources = [catalog_path, apis_path] + [p for p in tables if p]
         for index, d in enumerate(dirs):
             for path in sorted(d.glob("*.yaml")) + sorted(d.glob("*.yml")):
                 if path.name in TABLES:
@@ -218,7 +224,7 @@ class RuleSet:
                         raise RuleError(f"{path}: rule {rule.id}: id is also defined in {earlier.origin}")
                     rules[rule.id] = rule  # a later directory overrides an earlier one
         builtin = str(builtin_dir) + "/"
-        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts, lang,
+        return cls(catalog, apis, list(rules.values()), sources, neighbours, envelopes, linkfacts, recovery, lang,
                    tuple(m for m in missing if m.startswith(builtin)))
 
 

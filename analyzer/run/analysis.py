@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core import views
-from ..core.observations import NodeFacts, RelatedEvent
+from ..core.observations import NodeFacts, Proof, RelatedEvent
 from ..core.records import InputStats, RuleTexts
 from ..diagnose.summary import Summary
 from ..knowledge.rules import RuleSet
@@ -41,6 +41,7 @@ class Analysis:
     known_errors: KnownErrors | None = None  # baseline and suppressions applied (analyzer.diagnose.known_errors)
     related: list[RelatedEvent] = field(default_factory=list)  # neighbour-family errors, by source and line
     links: dict[str | None, NodeFacts] = field(default_factory=dict)  # what each node's logs say of its links
+    proofs: list[Proof] = field(default_factory=list)  # lines that show a link healthy again, in time order
     # Lines around each incident lead, read back from the source (`-C N`): (source, line) -> lines
     context: dict[tuple[str, int], list[tuple[int, str]]] = field(default_factory=dict)
     fail_on: str = "any"  # the command's --fail-on: CI writers show what fails the gate (related errors)

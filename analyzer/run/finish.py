@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import date
 
-from ..core.observations import NodeFacts, RelatedEvent
+from ..core.observations import NodeFacts, Proof, RelatedEvent
 from ..core.records import Finding, InputStats, RuleTexts
 from ..core.times import EVERY_TIME, TimeWindow, settle_related_years, time_policy
 from ..diagnose.known_errors import KnownErrors, read_baseline, read_suppressions
+from ..diagnose.recovery import mark_bursts
 from ..diagnose.story import build_incidents
 from ..diagnose.summary import Burst, Summary
 from ..diagnose.tally import Tally, summarize
@@ -40,19 +41,24 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     stats.outside_window += store.raw_count - tally.count
     sure = {node: [stamp] for node, (_, stamp) in tally.sure.items()}  # a stamp with a sure year per node
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
-    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, texts)
+    # A proof outside --since/--until still proves a link healthy: the window bounds what is reported.
+    proofs = sorted(settle_related_years(stats.observed.sorted_proofs(), sure), key=Proof.sort_key)
+    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, proofs, texts)
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,
-             related: list[RelatedEvent], links: dict[str | None, NodeFacts],
+             related: list[RelatedEvent], links: dict[str | None, NodeFacts], proofs: list[Proof] | None = None,
              texts: RuleTexts | None = None) -> Analysis:
-    """The `Analysis` of a summary: its bursts' remedies, its incidents from the bursts, related
-    errors and link facts. `texts`: the rules' texts (default: those of `rules`)."""
+    """The `Analysis` of a summary: its bursts' remedies (`texts`: the rules' texts, default those
+    of `rules`) and their state from the proofs of recovery, its incidents from the bursts, related
+    errors and link facts."""
     texts = texts or rules.texts
+    proofs = proofs or []
     summary = with_remedies(summary, texts)
-    incidents = build_incidents(summary.bursts, related, links, rules)
-    return Analysis(findings, stats, rules, replace(summary, incidents=incidents), related=related,
-                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")), texts=texts)
+    bursts = mark_bursts(summary.bursts, proofs, rules.recovery)
+    incidents = build_incidents(bursts, related, links, rules)
+    return Analysis(findings, stats, rules, replace(summary, bursts=bursts, incidents=incidents), related=related,
+                    links=dict(sorted(links.items(), key=lambda kv: kv[0] or "")), proofs=proofs, texts=texts)
 
 
 def with_remedies(summary: Summary, texts: RuleTexts) -> Summary:
@@ -95,5 +101,5 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
         known.new = len(findings)
     analysis.findings.close()
     left = conclude(FindingStore.of(findings), analysis.inputs, analysis.rules, summarize(findings),
-                    analysis.related, analysis.links, analysis.texts)  # what is left: few, in memory
+                    analysis.related, analysis.links, analysis.proofs, analysis.texts)  # what is left: few, in memory
     return replace(left, known_errors=known, context=analysis.context, fail_on=analysis.fail_on)

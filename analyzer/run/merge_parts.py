@@ -207,7 +207,7 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
     if report.get("tool") != "ddtriage":
         raise InputError(f"{path}: not a ddtriage JSON report")
     if observed is not None:
-        observed.add_report(report.get("related") or [], report.get("links") or [])
+        observed.add_report(report.get("related") or [], report.get("links") or [], report.get("proofs"))
     for n, line in enumerate(text, len(head) + 1):
         item = line.strip().rstrip(",")
         if item.startswith("{"):
@@ -230,7 +230,7 @@ def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed
             sink(finding_of(row, texts=texts))
     head = json.loads(meta)
     if observed is not None:
-        observed.add_report(head.get("related") or [], head.get("links") or [])
+        observed.add_report(head.get("related") or [], head.get("links") or [], head.get("proofs"))
     return stats_from_dict(head["inputs"])
 
 

@@ -170,5 +170,7 @@ def check_examples(rules: RuleSet) -> list[str]:
 
     # A built-in entry must say everything in English and in Chinese (`field` and `field_zh`).
     languages = [f"{m} (every built-in entry has its English and Chinese text)" for m in rules.untranslated]
+    recovery_paths = [p for p in rules.sources if p.name == "recovery.yaml"]
+    proofs = rules.recovery.check_examples(rules.linkfacts.find, str(recovery_paths[-1])) if recovery_paths else []
     return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
-            + check_envelope_examples(rules) + facts + languages + check_messages())
+            + check_envelope_examples(rules) + facts + proofs + languages + check_messages())

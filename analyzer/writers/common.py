@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.progress import human_bytes
-from ..diagnose.summary import AlsoCode, Burst, Cause, FoldedRow, Summary
+from ..core.records import Finding
+from ..diagnose.recovery import recovered_after
+from ..diagnose.story import clock
+from ..diagnose.summary import ONGOING, RECOVERED, AlsoCode, Burst, Cause, FoldedRow, Incident, Recovery, Summary
 from ..knowledge.messages import action_label, current, noun, t
 
 if TYPE_CHECKING:
@@ -250,3 +254,51 @@ def version_rows(analysis: Analysis) -> list[tuple[str, list[tuple[str, str]]]]:
         if found:
             rows.append((node or t("logs_without_node"), found))
     return rows
+
+
+def incident_states(incidents: Sequence[Incident]) -> str:
+    """`6 (5 ongoing, 1 recovered), still broken first`: what is broken now, first."""
+    ongoing = sum(1 for i in incidents if i.state == ONGOING)
+    if ongoing == len(incidents):
+        return t("states_all_ongoing", n=len(incidents))
+    return t("states_mixed", n=len(incidents), ongoing=ongoing, recovered=len(incidents) - ongoing)
+
+
+def incidents_title(incidents: Sequence[Incident]) -> str:
+    """`Incidents: 6 (5 ongoing, 1 recovered), still broken first`."""
+    return t("incidents_title", states=incident_states(incidents))
+
+
+def state_word(state: str) -> str:
+    """`ongoing` / `recovered` in the run's language."""
+    return t(f"state_{state}")
+
+
+def recovery_sentence(recovery: Recovery) -> str:
+    """`recovered 2.1 s after its first error (03:41:33.061, link-success)`."""
+    took = recovered_after(recovery)
+    when = clock(recovery.timestamp)
+    said = t("recovered_after", took=took) if took else state_word(RECOVERED)
+    return f"{said} ({when + ', ' if when != '?' else ''}{recovery.proof})"
+
+
+def finding_states(analysis: Analysis) -> Callable[[Finding], str]:
+    """The state of a finding: that of the bursts whose lines and process hold it (ongoing when
+    any of them is, or when no kept burst holds it)."""
+    by_source: dict[str, list[Burst]] = {}
+    for b in analysis.summary.bursts:
+        by_source.setdefault(b.source, []).append(b)
+    starts = {}
+    for source, items in by_source.items():
+        items.sort(key=lambda b: (b.first_line, b.last_line))
+        starts[source] = [b.first_line for b in items]
+
+    def state(f: Finding) -> str:
+        items = by_source.get(f.source)
+        if not items:
+            return ONGOING
+        at = bisect.bisect_right(starts[f.source], f.line)
+        covering = [b for b in items[max(0, at - 16):at] if b.last_line >= f.line]
+        mine = [b for b in covering if b.pid == f.pid] or covering
+        return RECOVERED if mine and all(b.state == RECOVERED for b in mine) else ONGOING
+    return state

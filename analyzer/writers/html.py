@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..knowledge.messages import language, t
 from . import safe
-from .common import context_lines, inputs_line, plural, span_of, version_rows
+from .common import (
+    context_lines,
+    incidents_title,
+    inputs_line,
+    plural,
+    recovery_sentence,
+    span_of,
+    state_word,
+    version_rows,
+)
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
@@ -54,6 +63,8 @@ user-select:none;position:sticky;top:0}.ddt table.sortable th:after{content:" \\
 box-shadow:0 1px 3px rgba(0,0,0,.08);overflow-x:auto}.ddt .legend span{display:inline-block;margin:0 12px 6px 0;
 font-size:12.5px}.ddt .legend i{display:inline-block;width:11px;height:11px;border-radius:6px;margin-right:4px;
 vertical-align:-1px}.ddt #js-errors{display:none}.ddt .none{color:#5c677d}
+.ddt .state{font-size:12px;padding:1px 8px;border-radius:9px;color:#fff;background:#b3261e}
+.ddt .state.recovered{background:#2e7d32}
 """
 
 _SCRIPT = """
@@ -143,7 +154,7 @@ def _diagnosis(analysis: Analysis, cards: Sequence[Incident], timed: Sequence[In
     if timed:
         return (f"<h2>{_e(t('h_timeline'))}</h2>\n" + _legend(timed) + "<div class=\"svgbox\">"
                 + timeline(timed, s.bursts, analysis.related) + "</div>\n"
-                f"<h2>{_e(t('h_incidents'))}</h2>\n" + "".join(_incident(analysis, inc) for inc in cards))
+                f"<h2>{_e(incidents_title(timed))}</h2>\n" + "".join(_incident(analysis, inc) for inc in cards))
     return "" if s.findings else f"<h2>{_e(t('no_findings'))}</h2>\n"
 
 
@@ -218,11 +229,14 @@ def _incident(analysis: Analysis, inc: Incident) -> str:
                     else _e(f"{n:>6}  {text}") + "\n" for n, text in shown) if shown \
         else f'<span class="lead">{_e(lead.text)}</span>'
     return (f'<div class="card" id="incident-{inc.id}" style="border-left-color:{colour}">'
-            f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))}</h3>'
+            f'<h3>{inc.id}. {_e(" + ".join(inc.nodes))} '
+            f'<span class="state {inc.state}">{_e(state_word(inc.state))}</span></h3>'
             f'<div class="meta">{_e(span_of(inc.start, inc.end))} · {_e(plural(inc.findings, "finding"))}'
             f'{_e(t("h_severe")) if inc.severe else ""}</div>'
             f'<p class="story">{_e(inc.story)}</p>'
-            f'<div class="meta">{_e(t("h_lead"))} <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) '
+            + (f'<div class="meta">{_e(recovery_sentence(inc.recovery))}: '
+               f'<code>{_e(inc.recovery.source)}:{inc.recovery.line}</code></div>' if inc.recovery else "")
+            + f'<div class="meta">{_e(t("h_lead"))} <b>{_e(lead.family)} {_e(lead.code)}</b> ({_e(lead.meaning)}) '
             f'{_e(t("h_on"))} {_e(lead.node or t("h_no_node"))}, <code>{_e(lead.source)}:{lead.line}</code></div>'
             f'<pre>{lines}</pre>'
             f'<p><span class="action" style="background:{colour}">{_e(inc.action_word)}</span>{_e(inc.action)}</p>'

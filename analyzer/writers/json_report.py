@@ -3,6 +3,7 @@
     {"tool": "ddtriage", "version": 1, "inputs": {...}, "summary": {..., "incidents": [...]},
      "related": [{"source": ..., "line": 19, "family": "runtime", "code": "207001", ...}],
      "links": [{"node": "prompt-node-1", "role": "Prompt", "listen": ["10.0.1.11:26000"], ...}],
+     "proofs": [{"source": ..., "line": 14, "proof": "link-success", "clusters": ["2"], ...}],
      "findings": [
     {"source": "plog-4811.log", "line": 12, "code": "0x5010B009", ...},
     ...]}
@@ -39,6 +40,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
         "summary": analysis.summary.to_dict(),
         "related": [e.to_dict() for e in analysis.related],
         "links": [facts.to_dict(node) for node, facts in analysis.links.items()],
+        "proofs": [p.to_dict() for p in analysis.proofs],  # lines that show a link healthy again
     }
     known = analysis.known_errors
     if known is not None:  # what --baseline / --suppressions hid, and why

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 from xml.sax.saxutils import quoteattr
 
+from ..diagnose.summary import ONGOING, RECOVERED
 from . import safe
 from .ci import (
     Group,
@@ -37,6 +38,7 @@ from .ci import (
     related_rule,
     rules_in_use,
 )
+from .common import finding_states
 
 if TYPE_CHECKING:
     from ..core.records import RuleTexts
@@ -63,9 +65,9 @@ def _body(text: str) -> str:
     return _clean(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _case(g: Group, texts: RuleTexts) -> str:
+def _case(g: Group, texts: RuleTexts, state: str) -> str:
     f = g.first
-    lines = [f"{headline(f)} ({f.rule})", f"{f.source}: {g.where(limit=50)}"]
+    lines = [f"{headline(f)} ({f.rule})", f"{f.source}: {g.where(limit=50)}", f"state: {state}"]
     if f.node:
         lines.append(f"node: {f.node}")
     if f.timestamp:
@@ -91,6 +93,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
     for g in groups(analysis):
         by_rule.setdefault(g.first.rule, []).append(g)
     rule_ids = rules_in_use(analysis)
+    state_of = finding_states(analysis)
     related, failing = related_groups(analysis), related_fails(analysis)
     failures = sum(len(v) for v in by_rule.values()) + (len(related) if failing else 0)
     tests = failures + sum(1 for r in rule_ids if r not in by_rule) + (0 if failing else len(related))
@@ -104,7 +107,8 @@ def write(analysis: Analysis, out: TextIO) -> None:
             out.write(f"    <testcase classname={_attr(rule_id)} name=\"no findings\"/>\n")
             continue
         for g in sorted(found, key=lambda g: (g.first.source, g.first.line)):
-            out.write(_case(g, analysis.rule_texts))
+            state = ONGOING if any(state_of(f) == ONGOING for f in g.kept) else RECOVERED
+            out.write(_case(g, analysis.rule_texts, state))
     for r in related:
         out.write(_related_case(r, failing))
     skipped = analysis.inputs.to_dict()["skipped"]

@@ -21,13 +21,16 @@ from .common import (
     describe_causes,
     describe_code,
     fold_span,
+    incident_states,
     inputs_line,
     is_storm,
     known_errors_lines,
     node_label,
     plural,
     recoverable_word,
+    recovery_sentence,
     span_of,
+    state_word,
     version_rows,
 )
 from .layout import _WHAT, MORE_HINT
@@ -76,14 +79,17 @@ def incidents_md(analysis: Analysis) -> list[str]:
     incidents = analysis.summary.incidents
     if not incidents:
         return []
-    out = [t("md_incidents"), "", t("md_incidents_note"), ""]
+    out = [t("md_incidents"), "", t("md_incidents_note", states=incident_states(incidents)), ""]
     limit = _limit(analysis, "incidents")
     for inc in incidents[:limit]:
         lead = inc.lead
         nodes = " + ".join(node_label(None if n == NO_NODE else n, lead.source) for n in inc.nodes)
-        out += [f"### {inc.id}. {_cell(nodes)} ({_cell(span_of(inc.start, inc.end))}, "
-                f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), "",
-                t("md_lead", family=_cell(lead.family), code=_cell(lead.code), meaning=_cell(lead.meaning),
+        out += [f"### {inc.id}. {_cell(nodes)} ({state_word(inc.state)}, {_cell(span_of(inc.start, inc.end))}, "
+                f"{plural(inc.findings, 'finding')})", "", _cell(inc.story), ""]
+        if inc.recovery:
+            out.append(f"- **{_cell(recovery_sentence(inc.recovery)).capitalize()}:** "
+                       f"`{_code(inc.recovery.source)}:{inc.recovery.line}`")
+        out += [t("md_lead", family=_cell(lead.family), code=_cell(lead.code), meaning=_cell(lead.meaning),
                   node=_cell(node_label(lead.node, lead.source)), where=f"`{_code(lead.source)}:{lead.line}`"),
                 t("md_action", action=inc.action_word, text=_cell(inc.action)), ""]
         shown = context_lines(analysis, lead.source, lead.line)

@@ -37,9 +37,10 @@ def schema() -> Any:
 def write(analysis: Analysis, out: BinaryIO) -> None:
     pa = load_pyarrow()
     meta = {"version": REPORT_VERSION, "inputs": analysis.inputs.to_dict(),
-            # what `ddtriage merge` needs to rebuild the incidents: related errors and link facts
+            # what `ddtriage merge` needs to rebuild the incidents: related errors, link facts, proofs
             "related": [e.to_dict() for e in analysis.related],
-            "links": [facts.to_dict(node) for node, facts in analysis.links.items()]}
+            "links": [facts.to_dict(node) for node, facts in analysis.links.items()],
+            "proofs": [p.to_dict() for p in analysis.proofs]}
     target = schema().with_metadata({PARQUET_METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
         rows: list[Finding] = []

@@ -34,6 +34,7 @@ from .ci import (
     related_message,
     related_rule,
 )
+from .common import finding_states
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -72,8 +73,8 @@ def _rule(rule_id: str, rule: Rule | None) -> dict[str, Any]:
     }
 
 
-def _result(f: Finding, index: dict[str, int], texts: RuleTexts) -> dict[str, Any]:
-    return {
+def _result(f: Finding, index: dict[str, int], texts: RuleTexts, state: str | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {
         "ruleId": f.rule,
         "ruleIndex": index[f.rule],
         "level": level(f.recoverable),
@@ -85,6 +86,9 @@ def _result(f: Finding, index: dict[str, int], texts: RuleTexts) -> dict[str, An
         "properties": {"code": f.code, "name": f.name, "api": f.api, "action": f.action,
                        "recoverable": f.recoverable, "node": f.node, "kind": f.kind, "timestamp": f.timestamp},
     }
+    if state is not None:  # ongoing | recovered: whether a later line shows its link healthy again
+        found["properties"]["state"] = state
+    return found
 
 
 def _related_rule(rule_id: str) -> dict[str, Any]:
@@ -124,7 +128,9 @@ def build(analysis: Analysis) -> dict[str, Any]:
     index = {rid: i for i, rid in enumerate(ids)}
     found = groups(analysis)
     total = sum(g.count for g in found)
-    results = [_result(f, index, analysis.rule_texts) for f in [f for g in found for f in g.kept][:MAX_RESULTS]]
+    state_of = finding_states(analysis)
+    results = [_result(f, index, analysis.rule_texts, state_of(f))
+               for f in [f for g in found for f in g.kept][:MAX_RESULTS]]
     if known is not None and known.baseline is not None:
         for r in results:
             r["baselineState"] = "new"
@@ -150,6 +156,10 @@ def build(analysis: Analysis) -> dict[str, Any]:
                             + [_related_rule(rid) for rid in families]}},
         "invocations": [{"executionSuccessful": True, "toolExecutionNotifications": notes}],
         "results": results,
+        "properties": {"incidents": [{"id": i.id, "state": i.state, "nodes": list(i.nodes),
+                                      "lead": f"{i.lead.source}:{i.lead.line}",
+                                      "recovery": i.recovery.to_dict() if i.recovery else None}
+                                     for i in analysis.summary.incidents]},
     }
     return {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
 

@@ -51,6 +51,7 @@ from .common import (
     describe_burst_extras,
     describe_causes,
     describe_code,
+    incidents_title,
     inputs_line,
     is_storm,
     known_errors_lines,
@@ -58,8 +59,10 @@ from .common import (
     node_label,
     plural,
     recoverable_word,
+    recovery_sentence,
     short_source,
     span_of,
+    state_word,
     version_rows,
 )
 from .layout import NBSP, bounded, ljust, table, wrap
@@ -337,7 +340,7 @@ def incidents_section(analysis: Analysis, width: int, st: Style, full: bool = Fa
     """The incidents, most severe first: nodes and time, story, lead (with its context), action.
     The first few are told in full while they fit; the others in a line or two each."""
     incidents = analysis.summary.incidents
-    out = ["", st.bold(t("incidents_title", n=len(incidents)))]
+    out = ["", st.bold(incidents_title(incidents))]
     budget = _budget("incidents", full)
     blocks = []
     used = 0
@@ -365,22 +368,31 @@ def incident_short(inc: Incident, width: int, st: Style) -> list[str]:
     head = f"{inc.id:>2}. {incident_nodes(inc)}"
     what = describe_code(lead.code, lead.meaning) if lead.family == "llm-datadist" else \
         f"{lead.meaning} ({lead.family}{NBSP}{lead.code})"
-    out = _wrap(t("incident_short", head=head, span=span_of(inc.start, inc.end),
+    out = _wrap(t("incident_short", head=head, state=state_word(inc.state), span=span_of(inc.start, inc.end),
                   findings=plural(inc.findings, "finding"), action=action_words(inc.action_word), what=what,
                   where=place(lead.source, lead.line, width - 4, lead.node)), "", width, rest="    ")
     if out[0].startswith(head):
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
-    return out
+    return out + _recovery_lines(inc, width)
+
+
+def _recovery_lines(inc: Incident, width: int) -> list[str]:
+    """A recovered incident's proof: when, how long after its first error, and where."""
+    r = inc.recovery
+    if r is None:
+        return []
+    return _wrap(f"{recovery_sentence(r)}: {place(r.source, r.line, width - 10, r.node)}", "    ok    ", width,
+                 rest="          ")
 
 
 def incident_lines(analysis: Analysis, inc: Incident, width: int, st: Style, full: bool = False) -> list[str]:
     lead = inc.lead
     head = f"{inc.id:>2}. " + incident_nodes(inc, full)
-    out = _wrap(t("incident_head", head=head, span=span_of(inc.start, inc.end),
+    out = _wrap(t("incident_head", head=head, state=state_word(inc.state), span=span_of(inc.start, inc.end),
                   findings=plural(inc.findings, "finding")), "", width, rest="    ")
     if out[0].startswith(head):  # colour after wrapping, so colour codes never count as width
         out[0] = st.head(head, inc.action_word) + out[0][len(head):]
-    out += _wrap(inc.story, "    ", width)
+    out += _wrap(inc.story, "    ", width) + _recovery_lines(inc, width)
     where = f"{lead.node}: " if lead.node and lead.node not in lead.source else ""
     out += _wrap(where + place(lead.source, lead.line, width - 10 - len(where), lead.node),
                  "    " + ljust(t("lead_word"), 4) + "  ", width, rest="          ")

@@ -65,7 +65,7 @@ def test_pyproject_table_paths_relative_to_the_file_and_the_config_command(proje
 
 
 @pytest.mark.parametrize("text, message", [
-    ('fail-on = "sometimes"\n', "fail-on: must be one of any, unrecoverable, never"),
+    ('fail-on = "sometimes"\n', "fail-on: must be one of any, unrecoverable, ongoing, never"),
     ('exclude = "*.log"\n', "exclude: must be a list of strings"),
     ('colour = true\n', "unknown setting(s): colour"),
     ('fail-on = \n', "not valid TOML"),

@@ -60,7 +60,8 @@ def test_oom_fleet_gives_the_two_incidents_of_the_key(oom):
         assert lead["node"] == want["lead"]["file"].split("/")[0]
         # Every LLM-DataDist line the key puts in this incident is one of its findings, and no other.
         assert inc["findings"] == sum(1 for r in want["related"] if r["family"] == "llm-datadist")
-        assert list(inc) == ["id", "start", "end", "nodes", "lead", "action", "story", "findings", "fingerprints"]
+        assert list(inc) == ["id", "start", "end", "nodes", "lead", "action", "story", "findings", "fingerprints",
+                             "state", "recovery"]
         assert list(lead) == ["source", "line", "node", "family", "code", "text"]
         assert inc["fingerprints"] == sorted(set(inc["fingerprints"]))
         assert inc["start"] <= want["lead"]["time"] <= inc["end"]

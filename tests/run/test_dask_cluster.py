@@ -168,7 +168,7 @@ def test_fsspec_urls_scan_like_paths(tmp_path, monkeypatch):
         renamed = [{**f, "source": f["source"].replace(prefix, "sample_logs/", 1),
                     "bundle": f["bundle"].replace(prefix, "sample_logs/", 1)} for f in by_url["findings"]]
         assert renamed == by_path["findings"]
-        assert by_url["inputs"]["files"] == by_path["inputs"]["files"] == 7
+        assert by_url["inputs"]["files"] == by_path["inputs"]["files"] == 8
     missing = CliRunner().invoke(cli, ["scan", "memory://t12/nothing-here"])
     assert missing.exit_code == 2
     assert missing.stderr == "ddtriage: error: memory://t12/nothing-here: no such file or directory\n"

@@ -129,7 +129,7 @@ def test_storm_text_report_is_short_and_leads_with_the_diagnosis(tmp_path):
     lines = text.splitlines()
     assert len(lines) <= 60
     assert lines[0].startswith("ddtriage: 3,429 findings")
-    assert lines[3] == "Incidents: 1, most severe first" and "->    relink:" in "\n".join(lines[:24])
+    assert lines[3] == "Incidents: 1, all ongoing, most severe first" and "->    relink:" in "\n".join(lines[:24])
     diagnosis = lines.index(next(line for line in lines if line.startswith("Diagnosis:")))
     assert lines[diagnosis + 1].startswith("Storm: 3,429 findings fold into 2 rows")
     assert "LLM_WAIT_PROC_TIMEOUT (0x5010B001) from PullKvBlocks" in lines[diagnosis + 3]

@@ -75,7 +75,7 @@ def test_sarif_validates_and_puts_every_finding_on_its_file_and_line(in_root, sa
                   r["partialFingerprints"]["ddtriage/v1"], r["level"]) for r in results)
     want = sorted((f["source"], f["line"], f["code"], f["fingerprint"],
                    "warning" if f["recoverable"] is True else "error") for f in findings_of("sample_logs"))
-    assert got == want and len(want) == 64
+    assert got == want and len(want) == 66
     assert (Path(got[0][0])).is_file()  # a relative URI a code-scanning view resolves in the checkout
 
 

@@ -99,7 +99,7 @@ def test_one_finding_json_round_trips_in_a_stable_order(tmp_path):
     analysis = analysis_of(tmp_path, ONE)
     raw = render_report("json", analysis)
     report = json.loads(raw)
-    assert list(report) == ["tool", "version", "inputs", "summary", "related", "links", "findings"]
+    assert list(report) == ["tool", "version", "inputs", "summary", "related", "links", "proofs", "findings"]
     summary = report["summary"]
     assert summary == analysis.summary.to_dict()
     assert list(summary) == ["findings", "unrecoverable", "unknown_codes", "codes", "actions", "nodes", "bursts",
@@ -107,7 +107,8 @@ def test_one_finding_json_round_trips_in_a_stable_order(tmp_path):
     assert list(summary["codes"][0]) == ["code", "name", "api", "rule", "action", "recoverable", "count",
                                          "first_seen", "last_seen", "first_at", "sources", "more_sources"]
     assert list(summary["bursts"][0]) == ["source", "node", "kind", "pid", "lines", "first_seen", "last_seen",
-                                          "findings", "severe", "lead", "echoes", "repeats", "causes", "also"]
+                                          "findings", "severe", "lead", "echoes", "repeats", "causes", "also", "state",
+                                          "recovery"]
     assert summary["codes"][0]["api"] == "PullKvBlocks" and summary["actions"] == [{"action": "relink", "count": 1}]
     assert [f["action"] for f in report["findings"]] == ["relink"]
     # Re-encoding what was read gives the same text: key order is part of the format.

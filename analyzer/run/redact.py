@@ -1,0 +1,214 @@
+"""`--redact`: a report that can leave the site. Addresses, host and node names, pod and container
+names and ids, user names in home paths, and request ids become pseudonyms (`ip-3`, `node-2`, ...),
+the same value the same token in every format and every line.
+
+Layer: run, after the analysis (`redact(analysis)` returns another `Analysis`; every writer then
+renders it as it is): pairing, incidents, states and fingerprints were computed on the real
+values, so a redacted report says the same. Tokens are numbered in the sorted order of the values
+found anywhere in the analysis (one pass over it first), so they do not depend on which format is
+written first; with a key (`--redact-key`) each token is a keyed hash of its value instead
+(HMAC-SHA256), stable across runs, so two redacted reports can be compared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any, cast
+
+from ..core.records import Finding
+from .analysis import Analysis
+from .store import FindingStore
+
+# Also inside names (`pd_comm_10.0.1.11_10.0.2.12`); not a version (`v0.10.1.1`).
+IPV4 = r"(?<![\d.v])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?!\d|\.\d)"
+_H = r"[0-9A-Fa-f]{1,4}"
+# Full eight groups, or a compressed form with `::` and a hex group on at least one side (not a
+# clock: 03:40:02 has no `::`; not C++ scope: ge::Status has no hex group after it).
+IPV6 = (rf"(?<![\w:])(?:(?:{_H}:){{7}}{_H}|(?:{_H}:){{1,6}}:(?:{_H}(?::{_H}){{0,5}})?|::{_H}(?::{_H}){{0,6}})"
+        r"(?![\w:])")
+_ADDRESS = re.compile(rf"{IPV6}|{IPV4}")
+_HOME = re.compile(r"(?<![\w.])(/home/|/Users/|C:\\Users\\)([^/\\\s\"'`:;,)]+)")
+_CONTAINER_ID = re.compile(r"\b[0-9a-f]{64}\b")
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+# A kubelet pod folder (`/var/log/pods/NAMESPACE_POD_UID/`): one pod token for all of it; a pod uid alone.
+_KUBELET_POD_FOLDER = re.compile(rf"(?<![\w.-])[a-z0-9][a-z0-9-]*_[a-z0-9][a-z0-9.-]*_{_UUID}(?![\w-])")
+_POD_UID = re.compile(rf"\b{_UUID}\b")
+# kubelet's `/var/log/containers/POD_NAMESPACE_CONTAINER-ID.log`: one pod token for the names.
+_CONTAINER_LOG_NAME = re.compile(r"(?<![\w.-])[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0-9]*"
+                                 r"(?=-[0-9a-f]{64}\.log)")
+# A request id where a line names one: `req_id = X`, `request id: X`, `req = X`; a list after
+# `req_id ` (the stories: `req_id 2051, 2063 failed`).
+_REQ = re.compile(r"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)"
+                  r"([A-Za-z0-9][A-Za-z0-9_\-]*(?:, [A-Za-z0-9][A-Za-z0-9_\-]*)*)")
+TOKEN_KINDS = ("ip", "node", "pod", "container", "user", "req")
+
+
+class Redactor:
+    """Pseudonyms for the sensitive values of one report."""
+
+    def __init__(self, key: str | None = None) -> None:
+        self.key = key.encode() if key is not None else None
+        self.values: dict[str, set[str]] = {k: set() for k in TOKEN_KINDS}
+        self.tokens: dict[str, str] = {}  # value -> token, once `freeze()`d
+        self._known: re.Pattern[str] | None = None
+
+    # -- collecting ---------------------------------------------------------------------------
+    def note(self, kind: str, value: str | None) -> None:
+        if value and value not in ("(no node)",):
+            self.values[kind].add(value)
+
+    def harvest(self, text: str) -> None:
+        """The addresses, home-folder users, container ids and request ids a text holds."""
+        for m in _ADDRESS.finditer(text):
+            self.note("ip", m.group(0))
+        for m in _HOME.finditer(text):
+            self.note("user", m.group(2))
+        for m in _CONTAINER_ID.finditer(text):
+            self.note("container", m.group(0))
+        for m in _KUBELET_POD_FOLDER.finditer(text):
+            self.note("pod", m.group(0))
+        for pattern in (_POD_UID, _CONTAINER_LOG_NAME):
+            for m in pattern.finditer(text):
+                self.note("pod", m.group(0))
+        for m in _REQ.finditer(text):
+            for value in m.group(1).split(", "):
+                if any(c.isdigit() for c in value) or "-" in value:  # `req = X` in prose must look like an id
+                    self.note("req", value)
+
+    def freeze(self) -> None:
+        """Number (or hash) every value noted; build the one pattern that finds them in text."""
+        taken = set()
+        for kind in TOKEN_KINDS:
+            for n, value in enumerate(sorted(self.values[kind]), 1):
+                if value in self.tokens:
+                    continue  # a value of two kinds keeps its first (an ip that is also a node name)
+                self.tokens[value] = self._token(kind, value, n)
+                taken.add(value)
+        # Whole values only, longest first; numeric request ids only where a line names them as one.
+        words = sorted((v for v in self.tokens if not (v.isdigit() and v in self.values["req"])), key=len,
+                       reverse=True)
+        self._known = re.compile("(?<![\\w.-])(?:" + "|".join(map(re.escape, words)) + ")(?![\\w-]|\\.\\d)") \
+            if words else None
+
+    def _token(self, kind: str, value: str, n: int) -> str:
+        if self.key is None:
+            return f"{kind}-{n}"
+        return f"{kind}-" + hmac.new(self.key, f"{kind}:{value}".encode(), hashlib.sha256).hexdigest()[:10]
+
+    # -- replacing ----------------------------------------------------------------------------
+    def text(self, text: str) -> str:
+        """`text` with every sensitive value replaced by its token."""
+        if not text or not self.tokens:
+            return text
+        tokens = self.tokens
+        text = _REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
+            tokens.get(v, v) for v in m.group(1).split(", ")), text)
+        text = _HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
+        # These also where a name goes on (`ID-json.log`), which the whole-value pattern leaves.
+        for pattern in (_ADDRESS, _CONTAINER_LOG_NAME, _CONTAINER_ID, _POD_UID):
+            text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
+        if self._known is not None:
+            text = self._known.sub(lambda m: tokens[m.group(0)], text)
+        return text
+
+    def value(self, obj: Any) -> Any:
+        """Any value of an analysis (records, tuples, dicts, sets) with its strings redacted."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if obj is None or isinstance(obj, (bool, int, float)):
+            return obj
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple record
+            return cast(Any, obj)._make(self.value(v) for v in obj)
+        if isinstance(obj, (tuple, list, set, frozenset)):
+            return type(obj)(self.value(v) for v in obj)
+        if isinstance(obj, Counter):
+            return Counter(obj)
+        if isinstance(obj, dict):  # keys are kinds and names of the tool's own (versions, roles)
+            return {k: self.value(v) for k, v in obj.items()}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            changes = {f.name: self.value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+            return dataclasses.replace(obj, **changes)
+        return obj
+
+
+def collect(red: Redactor, analysis: Analysis) -> None:
+    """Note every sensitive value of an analysis: the names its records give, what its texts hold."""
+    for f in analysis.findings:
+        _note_finding(red, f)
+    for node, facts in analysis.links.items():
+        red.note("node", node)
+        for ip in facts.local_ips:
+            red.note("ip", ip)
+        for v in facts.req_ids:
+            red.note("req", v)
+    for e in analysis.related:
+        red.note("node", e.node)
+        red.harvest(e.text)
+        red.harvest(e.source)
+        for kind, v in e.link:
+            if kind == "req_id":
+                red.note("req", v)
+    for p in analysis.proofs:
+        red.note("node", p.node)
+        red.harvest(p.text)
+    for b in analysis.summary.bursts:
+        red.note("node", b.node)
+        for r in b.req_ids:
+            red.note("req", r)
+    for lines in analysis.context.values():
+        for _, t in lines:
+            red.harvest(t)
+    for inc in analysis.summary.incidents:
+        red.harvest(inc.story)
+
+
+def _note_finding(red: Redactor, f: Finding) -> None:
+    red.note("node", f.node)
+    red.note("pod", f.pod)
+    red.note("container", f.container)
+    red.harvest(f.text)
+    red.harvest(f.source)
+    for kind, v in f.link:
+        if kind == "req_id":
+            red.note("req", v)
+
+
+class RedactedStore(FindingStore):
+    """The findings of a store, redacted as they are read (in the store's order)."""
+
+    def __init__(self, inner: FindingStore, red: Redactor) -> None:
+        super().__init__()
+        self.inner, self.red = inner, red
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self) -> Iterator[Finding]:
+        value = self.red.value
+        return (value(f) for f in self.inner)
+
+    def raw(self) -> Iterator[Finding]:
+        return iter(self)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def redact(analysis: Analysis, key: str | None = None, also: Iterable[str] = ()) -> Analysis:
+    """The analysis with its sensitive values replaced (`also`: more names to hide, e.g. --node)."""
+    red = Redactor(key)
+    collect(red, analysis)
+    for name in also:
+        red.note("node", name)
+    red.freeze()
+    return dataclasses.replace(
+        analysis, findings=RedactedStore(analysis.findings, red), inputs=red.value(analysis.inputs),
+        summary=red.value(analysis.summary), known_errors=red.value(analysis.known_errors),
+        related=red.value(analysis.related), proofs=red.value(analysis.proofs),
+        links={red.text(node) if node else node: red.value(facts) for node, facts in analysis.links.items()},
+        context={(red.text(source), line): red.value(lines) for (source, line), lines in analysis.context.items()})

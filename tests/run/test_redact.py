@@ -1,0 +1,133 @@
+"""`--redact` (issue #19, item 3): no address, name or id of the input in any format's output, file
+paths, HTML and Parquet included; the findings, incidents and states those of the plain run; tokens
+the same in every format, and keyed ones the same across runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from analyzer import analyze
+from analyzer.cli import cli
+from analyzer.run.redact import Redactor, redact
+from analyzer.writers import REGISTRY, render_report
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What the corpus plants (written by hand, apart from the code): node names, addresses, pods and
+# their uids, container ids, a home folder's user, request ids.
+HIDDEN = [
+    "decode-node-2", "prompt-node-1", "decode-node-3",  # nodes (folder names)
+    "10.0.1.11", "10.0.2.12", "10.0.2.13", "fe80::1a2b:3c4d",  # addresses
+    "llm-serving_decode-0_d2e8a4b6-37c1-4f09-b5e2-8a9c0d1e2f34", "d2e8a4b6-37c1-4f09-b5e2-8a9c0d1e2f34",  # pod
+    "9a7c5e3b1d2f4a6c8e0b9d7f5a3c1e2b4d6f8a0c2e4b6d8f0a1c3e5b7d9f1a2c",  # a docker container id
+    "alice",  # /home/alice/...
+    "chatcmpl-2071", "cmpl-9f8e7d6c",  # request ids
+]
+EXTRA = (  # a worker log with a home path, an IPv6 peer and a request id (the user and the address)
+    "(Worker_TP0 pid=7001) ERROR 11-12 03:42:10 [llmdatadist_connector_v1.py:468] KV transfer task failed: "
+    "[pull_blocks] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT, req_id = cmpl-9f8e7d6c, "
+    "remote = [fe80::1a2b:3c4d]:26000, see /home/alice/ascend/log/run\n"
+    '  File "/home/alice/vllm-ascend/vllm_ascend/distributed/llmdatadist_connector_v1.py", line 468, in _pull\n'
+)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("redact")
+    shutil.copytree(ROOT / "sample_logs", root / "sample_logs")
+    for name in ("cri", "docker"):
+        shutil.copytree(ROOT / "tests" / "data" / "envelopes" / name, root / name)
+    (root / "sample_logs" / "decode-node-3" / "vllm_worker.log").write_text(EXTRA)
+    return root
+
+
+@pytest.fixture(scope="module")
+def runs(corpus: Path):
+    paths = [str(corpus / "sample_logs"), str(corpus / "cri"), str(corpus / "docker")]
+    plain = analyze(paths, jobs=1)
+    return plain, redact(plain), paths
+
+
+def test_no_planted_value_in_any_format(runs) -> None:
+    plain, hidden, _ = runs
+    everything = "\n".join(render_report(fmt, plain) for fmt in REGISTRY)
+    missing = [v for v in HIDDEN if v not in everything]
+    assert not missing, f"the corpus no longer shows {missing}: the test would prove nothing"
+    for fmt in REGISTRY:
+        text = render_report(fmt, hidden)
+        leaked = [v for v in HIDDEN if v in text]
+        assert not leaked, (fmt, leaked)
+
+
+def test_findings_incidents_and_states_are_the_plain_runs(runs) -> None:
+    plain, hidden, _ = runs
+
+    def findings(a):
+        return [(f.line, f.code, f.api, f.rule, f.action, f.fingerprint, f.recoverable) for f in a.findings]
+
+    def incidents(a):
+        return [(i.id, i.state, i.findings, i.fingerprints, i.lead.line, i.lead.code, i.action_word,
+                 i.recovery and (i.recovery.line, i.recovery.proof, i.recovery.seconds)) for i in a.summary.incidents]
+
+    assert findings(hidden) == findings(plain) and len(findings(plain)) > 60
+    assert incidents(hidden) == incidents(plain)
+    assert [b.state for b in hidden.summary.bursts] == [b.state for b in plain.summary.bursts]
+    assert "recovered" in {i.state for i in plain.summary.incidents}
+
+
+def test_tokens_are_the_same_in_every_format_and_line(runs) -> None:
+    _, hidden, _ = runs
+    text, data = render_report("text", hidden), json.loads(render_report("json", hidden))
+    node = next(f["node"] for f in data["findings"] if f["line"] == 9 and "plog-6120" in f["source"])
+    assert re.fullmatch(r"node-\d+", node)
+    assert node in text and node in render_report("html", hidden) and node in render_report("parquet", hidden)
+    recovered = next(i for i in data["summary"]["incidents"] if i["state"] == "recovered")
+    assert recovered["nodes"] == [node] and recovered["story"].startswith(f"At 03:41:31.009 {node} (Decoder")
+    assert f"/{node}/ascend/log/debug/plog/plog-6120_" in recovered["recovery"]["source"]
+
+
+def test_a_key_gives_hashed_tokens_stable_across_runs(runs) -> None:
+    plain, _, paths = runs
+    once = render_report("json", redact(plain, key="s3cret"))
+    again = render_report("json", redact(analyze(paths, jobs=1), key="s3cret"))
+    assert once == again
+    assert re.search(r'"node": "node-[0-9a-f]{10}"', once)
+    assert render_report("json", redact(plain, key="other")) != once
+
+
+def test_the_cli_redacts_scan_merge_and_show(corpus: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    sample = str(corpus / "sample_logs")
+    part = tmp_path / "part.json"
+    scanned = runner.invoke(cli, ["scan", sample, "--redact", "-q", "-o", str(part), "-o", "text:-"])
+    assert scanned.exit_code == 1 and "still broken first" in scanned.stdout
+    merged = runner.invoke(cli, ["merge", str(part), "--format", "json", "--redact-key", "k"])
+    shown = runner.invoke(cli, ["show", f"{sample}/decode-node-3/ascend/log/debug/plog/"
+                                        "plog-6120_20251112034130118.log:7-9", "--redact"])
+    assert "connect to ip-1:26000 failed" in shown.stdout
+    for out in (scanned.stdout, part.read_text(), merged.stdout, shown.stdout):
+        assert not [v for v in HIDDEN if v in out]
+    assert json.loads(merged.stdout)["summary"]["incidents"][0]["state"] == "ongoing"
+
+
+def test_texts_keep_what_is_not_a_name() -> None:
+    red = Redactor()
+    line = ("link pd_comm_10.0.1.11_10.0.2.12 at 03:40:02.812 (vLLM v0.10.1.1), ge::Status, 0x5010B009, "
+            "req_id 2051, 2063 failed, see plog-1.log:2051")
+    red.harvest(line)
+    red.freeze()
+    assert red.text(line) == ("link pd_comm_ip-1_ip-2 at 03:40:02.812 (vLLM v0.10.1.1), ge::Status, 0x5010B009, "
+                              "req_id req-1, req-2 failed, see plog-1.log:2051")
+
+
+def test_kubelet_log_names_become_one_pod_token() -> None:
+    red = Redactor()
+    path = "/var/log/containers/decode-0_llm-serving_vllm-" + "ab" * 32 + ".log"
+    red.harvest(path)
+    red.freeze()
+    assert red.text(path) == "/var/log/containers/pod-1-container-1.log"
