@@ -263,13 +263,12 @@ def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
         return []
     rows = [r for r in recurring if not r.generic]
     echoes = [r for r in recurring if r.generic]  # ranked last: folded into one line
-    out = ["", *_wrap(f"Recurring across {plural(bundles, 'bundle')} and {plural(len(s.nodes), 'node')}: "
-                      f"{plural(len(rows), 'failure')} in more than one bundle", "", width),
-           f"{'bundles':>7} {'nodes':>5} {'count':>6}  failure"]
+    out = ["", *_wrap(t("recurring_title", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node"),
+                        failures=plural(len(rows), "failure")), "", width), t("recurring_columns")]
     blocks = []
     for r in rows[:_budget("recurring", full)]:
         lines = _wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
-                      f"{'from ' + r.api if r.api else '(API unknown)'} -> {r.action}", "", width, rest=" " * 22)
+                      f"{t('recurring_from', api=r.api) if r.api else '(' + t('api_unknown') + ')'} -> {r.action}", "", width, rest=" " * 22)
         if r.first_seen and r.last_seen:
             lines.append(" " * max(4, min(22, width - 42)) + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
         blocks.append(lines)
@@ -381,7 +380,7 @@ def _recovery_lines(inc: Incident, width: int) -> list[str]:
     r = inc.recovery
     if r is None:
         return []
-    return _wrap(f"{recovery_sentence(r)}: {place(r.source, r.line, width - 10, r.node)}", "    ok    ", width,
+    return _wrap(f"{recovery_sentence(r)}: {place(r.source, r.line, width - 10, r.node)}", t("recovery_mark"), width,
                  rest="          ")
 
 

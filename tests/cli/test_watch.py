@@ -184,7 +184,7 @@ def test_the_live_view_lists_the_incidents_most_severe_first(rules):
     console = Console(file=io.StringIO(), width=160, color_system=None)
     console.print(_render(follower, analysis, ["finding: the last line"]))
     shown = console.file.getvalue()
-    assert "7 files · 64 findings · 12 related errors · 5 incidents" in shown
+    assert "8 files · 66 findings · 13 related errors · 6 incidents" in shown
     ids = [stable_id(i, analysis) for i in analysis.summary.incidents]
     assert [shown.index(i) for i in ids] == sorted(shown.index(i) for i in ids)  # in the report's order
     assert "connection refused (socket)" in shown and shown.rstrip().endswith("finding: the last line")

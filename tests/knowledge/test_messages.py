@@ -29,13 +29,13 @@ def test_every_message_has_both_languages_with_the_same_placeholders():
 
 
 def test_lookup_in_the_current_language():
-    assert t("incidents_title", n=2) == "Incidents: 2, most severe first"
+    assert t("states_all_ongoing", n=2) == "2, all ongoing, most severe first"
     with language("zh"):
-        assert t("incidents_title", n=2) == "事件：2 个，最严重的在前"
+        assert t("incidents_title", states=t("states_all_ongoing", n=2)) == "事件：2 个，均未恢复，最严重的在前"
         assert noun(3, "finding") == "3 条发现"
         assert action_label("relink") == "重新建链"
     assert noun(1, "finding") == "1 finding" and noun(2, "finding") == "2 findings"
-    assert t("incidents_title", "zh", n=1) == "事件：1 个，最严重的在前"
+    assert t("incidents_title", "zh", states="1 个") == "事件：1 个"
 
 
 def test_every_action_has_words_in_both_languages():

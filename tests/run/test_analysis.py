@@ -23,8 +23,8 @@ def result():
 def test_repr_is_one_line_summary(result):
     text = repr(result)
     assert "\n" not in text
-    assert text == ("<Analysis: 64 findings (24 not known recoverable), 5 incidents, 12 related errors, 2 nodes; "
-                    "7 files, 537 lines read>")
+    assert text == ("<Analysis: 66 findings (24 not known recoverable), 6 incidents, 13 related errors, 3 nodes; "
+                    "8 files, 557 lines read>")
 
 
 def test_html_view_is_the_reports_first_screen(result):
@@ -33,13 +33,13 @@ def test_html_view_is_the_reports_first_screen(result):
     page = render_report("html", result)
     # The page's own parts: its header, its timeline of every incident and the first incident's card.
     header = page[page.index("<header>"):page.index("</header>") + len("</header>")]
-    assert header in view and "64 findings" in header
+    assert header in view and "66 findings" in header
     svg = page[page.index("<svg"):page.index("</svg>")]
     assert svg in view
     card = page[page.index('<div class="card" id="incident-1"'):page.index('<div class="card" id="incident-2"')]
     assert card in view
     # The first screen: three incidents, the first findings rows, no script, the rest pointed to.
-    assert view.count('<div class="card"') == 3 and "2 more incidents" in view
+    assert view.count('<div class="card"') == 3 and "3 more incidents" in view
     assert view.count("<tr>") == 1 + SCREEN_FINDINGS and "<script" not in view
     assert 'result.frame(&quot;findings&quot;)' in view and view.startswith('<div class="ddt"><style>')
 
@@ -64,7 +64,7 @@ def test_a_jupyter_kernel_shows_the_html_view_and_the_one_line_repr(tmp_path):
     assert shown["output_type"] == "execute_result"
     html = shown["data"]["text/html"]
     assert html.startswith('<div class="ddt">') and "Incident 1" in html and "lead: socket 111" in html
-    assert shown["data"]["text/plain"].startswith("<Analysis: 64 findings") and "\n" not in shown["data"]["text/plain"]
+    assert shown["data"]["text/plain"].startswith("<Analysis: 66 findings") and "\n" not in shown["data"]["text/plain"]
     printed, table = book.cells[1].outputs
-    assert printed["text"].startswith("<Analysis: 64 findings")
+    assert printed["text"].startswith("<Analysis: 66 findings")
     assert "prompt-node-1" in table["data"]["text/html"] and "Decoder" in table["data"]["text/plain"]

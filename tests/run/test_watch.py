@@ -81,7 +81,7 @@ def test_a_tree_written_in_pieces_gives_the_scan_and_each_finding_once(tmp_path,
     scanned = analyze([str(tree)], rules=rules)
     assert sorted((f.source, f.line, f.code) for f in reported) == sorted(
         (f.source, f.line, f.code) for f in scanned.findings)
-    assert len(reported) == 64  # the demo bundle's findings (tests/data/sample_logs.md)
+    assert len(reported) == 66  # the demo bundle's findings (tests/data/sample_logs.md)
     assert json_report(follower.analysis()) == json_report(scanned)
 
 

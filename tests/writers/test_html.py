@@ -120,7 +120,7 @@ document.body.setAttribute('data-svg',String(v.querySelector('svg').getBoundingC
     assert attrs["margin"] == "8px" and attrs["bg"] == "rgba(0, 0, 0, 0)"  # the page's body as it was
     assert attrs["h2"] == "24px"  # a heading outside the view keeps the browser's size (the view's are 18px)
     assert int(attrs["view-h"]) > 800 and float(attrs["svg"]) == 1100  # the view is laid out, timeline and all
-    for shown in ("Incident 1", "lead: socket 111", "Incidents, most severe first", "2 more incidents",
+    for shown in ("Incident 1", "lead: socket 111", "Incidents: 6 (5 ongoing, 1 recovered)", "3 more incidents",
                   "Findings (repeats folded"):
         assert shown in dom.stdout, shown
     ARTIFACTS.mkdir(exist_ok=True)
@@ -141,7 +141,7 @@ def test_chinese_report_renders_cjk_and_a_screenshot_is_kept(tmp_path, in_root):
     assert '<html lang="zh-CN">' in html and "Noto Sans CJK SC" in html
     dom = run_browser(page, tmp_path, "--dump-dom", "--virtual-time-budget=2000")
     assert dom.returncode == 0 and 'data-ready="1"' in dom.stdout, dom.stderr[-2000:]
-    for shown in ("ddtriage 报告", "事件，最严重的在前", "事件 1", "首要错误：", "两个节点上共 49 条 LLM-DataDist 发现",
+    for shown in ("ddtriage 报告", "事件：6 个（5 个未恢复，1 个已恢复），仍未恢复的在前", "已恢复", "事件 1", "首要错误：", "两个节点上共 49 条 LLM-DataDist 发现",
                   "相关错误（运行时、HCCL", "各节点版本", "发现（重复项按指纹和节点折叠）"):
         assert shown in dom.stdout, shown
     ARTIFACTS.mkdir(exist_ok=True)

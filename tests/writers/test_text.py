@@ -51,8 +51,9 @@ def english_words(report: str, rules) -> dict[str, str]:
 
 def test_make_demo_in_chinese_is_wholly_chinese(chinese_demo, rules):
     short, full = chinese_demo
-    assert short.startswith("ddtriage: 64 条发现（24 条不确定可恢复），共读取 7 个文件、537 行、75.6 KiB\n")
-    for heading in ("事件：5 个，最严重的在前", "相关错误（非 LLM-DataDist）：12 条", "各节点版本", "诊断：32 个突发",
+    assert short.startswith("ddtriage: 66 条发现（24 条不确定可恢复），共读取 8 个文件、557 行、78.6 KiB\n")
+    for heading in ("事件：6 个（5 个未恢复，1 个已恢复），仍未恢复的在前", "相关错误（非 LLM-DataDist）：13 条", "各节点版本",
+                    "诊断：34 个突发",
                     "按节点，最严重的在前", "按接口统计的错误码，不可恢复的在前"):
         assert heading in short, heading
     assert "因此：检查网络（check-network）。" in short  # the story ends with the action, in words and id
