@@ -81,7 +81,9 @@ class Engine:
         self._fact_literals = self.linkfacts.raw_literals
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
-        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals)
+        self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
+        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
+                                   fact_table=self._fact_table)
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
@@ -188,11 +190,11 @@ class Engine:
         if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
             counts.bytes += rejoined.consumed - rejoined.produced
 
-    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes) -> None:
+    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes, found: list[Fact] | None) -> None:
         text = decode(raw)
         if "\x1b" in text:
             text = clean(text)
-        self.observer.facts_only(state, self.node, line_no, text, raw)
+        self.observer.facts_only(state, self.node, line_no, text, raw, found)
 
     def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str]) -> RuleMatch:
         """`RuleSet.match`, remembered per (code, API, list) when the match did not look at the

@@ -76,10 +76,12 @@ class LineObserver:
     def __init__(self, linkfacts: LinkFactMatcher, neighbours: NeighbourMatcher) -> None:
         self.linkfacts, self.neighbours = linkfacts, neighbours
 
-    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes) -> None:
+    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes,
+                   found: list[Fact] | None = None) -> None:
         """Note the link facts of a plain line that holds fact literals only (no code, no
-        neighbour error): what `line` does for it, without what only a finding needs."""
-        facts = self.linkfacts.find(text, raw)
+        neighbour error): what `line` does for it, without what only a finding needs. `found`:
+        the line's facts when the compiled core has matched them already."""
+        facts = self.linkfacts.find(text, raw) if found is None else found
         if not facts:
             return
         pid = header_pid(text, state.year) or state.layout.pid

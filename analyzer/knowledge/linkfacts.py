@@ -84,6 +84,12 @@ class LinkFactMatcher:
                     out.append((kind.id, value))
         return out
 
+    def core_table(self) -> tuple[tuple[str, list[str], list[str], list[tuple[str, str]]], ...]:
+        """The table as the compiled core takes it (`ddtriage_core.Facts`): per kind its id,
+        literals, pattern texts and value map. The core answers exactly as `find_plainly`."""
+        return tuple((k.id, list(k.literals), [p.pattern for p in k.patterns], sorted(k.values.items()))
+                     for k in self.kinds)
+
     def maybe_in(self, raw: bytes) -> bool:
         """Whether undecoded bytes hold any literal (the cheap test before decoding)."""
         return bool(self.literals) and self._raw_present.search(raw) is not None

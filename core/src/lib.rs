@@ -1,4 +1,4 @@
-//! ddtriage's compiled core, stage 1: block reading and the two-tier literal prefilter of
+//! ddtriage's compiled core: block reading, the two-tier literal prefilter and the link facts of
 //! `analyzer/scanner.py`, with the same answers to the byte.
 //!
 //! What crosses the boundary: Python hands over the literals once (`Matcher`), then per stream a
@@ -6,7 +6,9 @@
 //! fed the blocks Python read (decompressed streams). Per block it hands back the block's buffer
 //! as one `bytes` (what `Candidate._buf` holds) and one tuple per candidate line: (line number,
 //! stream offset, start in the buffer, the line's raw bytes, facts only). Python never sees the
-//! other lines. No thread is started, ever; the GIL is released while reading and searching.
+//! other lines. With the link-fact table (`Facts`, see `facts.rs`), a fact-only line is matched
+//! here and comes back only when it holds facts, with them (a list of (kind, value) in place of
+//! the facts-only flag). No thread is started, ever; the GIL is released while reading and searching.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -19,8 +21,11 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 use memchr::{memchr, memrchr};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
+
+mod facts;
+use facts::{Answer, FactTable};
 
 const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
 const FRAGMENT_TAIL: usize = 256; // scanner.FRAGMENT_TAIL
@@ -414,6 +419,7 @@ struct Out<'py> {
     buf: Option<Bound<'py, PyBytes>>,
     first_line_no: i64,
     cands: Vec<(i64, i64, usize, usize, bool)>,
+    answers: Vec<Option<Answer>>, // per candidate with the fact table: the facts of a fact-only line
     lines_after: u64,
     done: bool,
 }
@@ -428,6 +434,7 @@ impl Out<'_> {
             buf: None,
             first_line_no: 0,
             cands: Vec::new(),
+            answers: Vec::new(),
             lines_after: 0,
             done: false,
         }
@@ -437,6 +444,7 @@ impl Out<'_> {
 #[pyclass(module = "ddtriage_core")]
 struct Scan {
     core: Arc<Core>,
+    facts: Option<Arc<FactTable>>, // fact-only lines are answered here; those without facts dropped
     block_size: usize,
     max_line: usize,
     name: String,
@@ -536,6 +544,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + l.start as i64, l.start, l.stop, l.facts_only))
                     .collect();
+                self.answer(py, fragment, &mut out);
                 if !out.cands.is_empty() {
                     out.buf = Some(PyBytes::new(py, fragment));
                 }
@@ -557,6 +566,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
                     .collect();
+                self.answer(py, data, &mut out);
                 out.lines_after = count;
                 self.line_no += count as i64;
                 self.offset += (end - begin) as i64;
@@ -579,6 +589,32 @@ impl Scan {
         Ok(out)
     }
 
+    /// With the fact table: the facts of each fact-only candidate of `out` (in `data`), found
+    /// without the GIL; a line without facts is dropped (Python never sees it).
+    fn answer(&self, py: Python<'_>, data: &[u8], out: &mut Out<'_>) {
+        let Some(table) = &self.facts else { return };
+        if !out.cands.iter().any(|c| c.4) {
+            return;
+        }
+        let cands = std::mem::take(&mut out.cands);
+        let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
+            cands
+                .into_iter()
+                .filter_map(|c| {
+                    if !c.4 {
+                        return Some((c, None));
+                    }
+                    match table.find(&data[c.2..c.3]) {
+                        Answer::Facts(f) if f.is_empty() => None,
+                        a => Some((c, Some(a))),
+                    }
+                })
+                .unzip()
+        });
+        out.cands = cands;
+        out.answers = answers;
+    }
+
     /// The last line (no newline at the end of the stream): scanned after history.
     fn finish<'py>(&mut self, py: Python<'py>, mut out: Out<'py>) -> PyResult<Out<'py>> {
         self.done = true;
@@ -599,6 +635,7 @@ impl Scan {
             .zip(numbers)
             .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
             .collect();
+        self.answer(py, &joined, &mut out);
         // The lines after earlier candidates of `out` (a block of no candidates) were counted before.
         out.lines_before += out.lines_after;
         out.lines_after = 1;
@@ -615,9 +652,20 @@ impl Scan {
         let cands = PyList::empty(py);
         if let Some(buf) = &out.buf {
             let data = buf.as_bytes();
-            for &(n, off, start, stop, facts_only) in &out.cands {
+            for (i, &(n, off, start, stop, facts_only)) in out.cands.iter().enumerate() {
                 let raw = PyBytes::new(py, &data[start..stop]);
-                cands.append((n, off, start, raw, facts_only))?;
+                // False: a full candidate; True: a fact-only line Python reads; a list: its facts
+                let tier: Bound<'py, PyAny> = match (out.answers.get(i), &self.facts) {
+                    (Some(Some(Answer::Facts(found))), Some(table)) => {
+                        let list = PyList::empty(py);
+                        for (k, value) in found {
+                            list.append((PyString::intern(py, &table.ids[*k]), value))?;
+                        }
+                        list.into_any()
+                    }
+                    _ => PyBool::new(py, facts_only).to_owned().into_any(),
+                };
+                cands.append((n, off, start, raw, tier))?;
             }
         }
         let buf: Bound<'py, PyAny> = match out.buf {
@@ -703,13 +751,21 @@ unsafe extern "C" {
 #[pymethods]
 impl Scan {
     #[new]
-    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream")))]
-    fn new(matcher: &Matcher, block_size: usize, max_line: usize, history: &[u8], name: String) -> PyResult<Self> {
+    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None))]
+    fn new(
+        matcher: &Matcher,
+        block_size: usize,
+        max_line: usize,
+        history: &[u8],
+        name: String,
+        facts: Option<&Facts>,
+    ) -> PyResult<Self> {
         if block_size == 0 {
             return Err(PyValueError::new_err("block_size must be positive"));
         }
         Ok(Scan {
             core: matcher.core.clone(),
+            facts: facts.map(|f| f.table.clone()),
             block_size,
             max_line,
             name,
@@ -838,6 +894,41 @@ impl Scan {
     }
 }
 
+/// The link-fact table (`LinkFactMatcher.core_table()`), compiled once; `Scan(facts=...)` answers
+/// fact-only lines with it.
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Facts {
+    table: Arc<FactTable>,
+}
+
+#[pymethods]
+impl Facts {
+    #[new]
+    fn new(rows: Vec<facts::Row>) -> PyResult<Self> {
+        install_hook();
+        let table = guarded("the link-fact table", || {
+            FactTable::new(rows).map_err(PyValueError::new_err)
+        })?;
+        Ok(Facts { table: Arc::new(table) })
+    }
+
+    /// The facts of one raw line, or None when Python must decide (the twin tests ask).
+    fn find(&self, py: Python<'_>, raw: &[u8]) -> PyResult<Option<Vec<(String, String)>>> {
+        let table = self.table.clone();
+        let answer = guarded("a line", || Ok(py.detach(|| table.find(raw))))?;
+        Ok(match answer {
+            Answer::Python => None,
+            Answer::Facts(f) => Some(f.into_iter().map(|(k, v)| (self.table.ids[k].clone(), v)).collect()),
+        })
+    }
+
+    /// (kind, why) of each kind whose patterns the core leaves to Python.
+    #[getter]
+    fn not_portable(&self) -> Vec<(String, String)> {
+        self.table.not_portable.clone()
+    }
+}
+
 /// Line ends of `data` counted (a helper for tests and the bench).
 #[pyfunction]
 fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
@@ -850,6 +941,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Matcher>()?;
     m.add_class::<Scan>()?;
+    m.add_class::<Facts>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     Ok(())
 }
