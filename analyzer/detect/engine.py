@@ -174,6 +174,7 @@ class Engine:
                 self._prefilters[unwrapper.name] = prefilter
         # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
         facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
+        line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts):
             if unwrapper is None:
                 text = cand.text()
@@ -181,7 +182,15 @@ class Engine:
                     text = clean(text)
                 lookback = _memo(cand.lookback)
                 link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
-                found = list(self._line(state, cand, text, lookback, None, link))
+                hits = self.matcher.find(text)
+                # A line longer than MAX_LINE comes in fragments of one line number: one finding per
+                # code per line, the first fragment's.
+                if cand.line_no != line_no:
+                    line_no, reported = cand.line_no, set()
+                if reported:
+                    hits = [h for h in hits if h.value not in reported]
+                reported.update(h.value for h in hits)
+                found = list(self._line(state, cand, text, lookback, None, link, hits))
             else:
                 found = self._records(state, cand, unwrapper)
             if len(found) > 1:
