@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CORE_STAMP := $(VENV)/.core-installed
-CORE_SRC := core/pyproject.toml core/Cargo.toml core/Cargo.lock $(wildcard core/src/*.rs)
+CORE_SRC := core/pyproject.toml core/Cargo.toml core/Cargo.lock $(wildcard core/src/*.rs) $(wildcard core/tests/*.rs)
 
 .PHONY: install demo test lint golden bench clean
 
@@ -15,7 +15,8 @@ install: $(STAMP) $(CORE_STAMP)
 # says so and ddtriage runs on its Python engine (tests/core then skip, except under CI).
 $(CORE_STAMP): $(STAMP) $(CORE_SRC)
 	@if command -v cargo >/dev/null 2>&1; then \
-	  $(BIN)/python -m pip install --quiet ./core && touch $(CORE_STAMP); \
+	  $(BIN)/python -m pip install --quiet ./core && \
+	  (cd core && cargo test --release --quiet --no-run --test props) && touch $(CORE_STAMP); \
 	else echo "note: cargo not found; the compiled core is not built (DDTRIAGE_ENGINE=auto uses the Python engine)"; fi
 
 # Re-install when the project definition changes. The `fast` extra (hyperscan, isal) is tried

@@ -254,7 +254,7 @@ FactSink = Callable[[int, bytes, "list[tuple[str, str]] | None"], None]
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
-                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None,
+                max_line: int | None = None, history: bytes = b"", facts: FactSink | None = None,
                 engine: str | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
@@ -263,8 +263,9 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
     error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
-    process's `ENGINE`); both give the same candidates, counts and errors.
+    process's `ENGINE`); both give the same candidates, counts and errors. `max_line`: MAX_LINE.
     """
+    max_line = MAX_LINE if max_line is None else max_line
     if (engine or ENGINE) == "rust":
         if _core is None:
             raise RuntimeError("the compiled core (ddtriage_core) is not installed")

@@ -184,3 +184,30 @@ def test_no_false_findings(unseen_found):
 @pytest.mark.parametrize("negative", EXPECTED["negatives"], ids=lambda n: f"{n['file']}:{n['line']}")
 def test_negative_lines(unseen_found, negative):
     assert not [k for k in unseen_found if k[0] == negative["file"] and k[1] == negative["line"]]
+
+
+@pytest.mark.parametrize("engine", ["python", "rust"])
+def test_a_line_of_many_codes_costs_linear_time_and_one_finding_a_code(tmp_path: Path, engine: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #17: a line of a million candidate codes took 84 s and gave duplicate findings (one
+    per fragment of a line longer than MAX_LINE; the API spellings searched again for every hit).
+    Here 40,000 codes among 40,000 API spellings, cut into 16 fragments: each code once, in CPU
+    time that grows with the line, not with hits times spellings (that took ~3 s)."""
+    import time
+
+    from analyzer.scan import blocks
+
+    if engine == "rust" and blocks._core is None:
+        pytest.skip("the compiled core is not installed")
+    monkeypatch.setattr(blocks, "ENGINE", engine)
+    monkeypatch.setattr(blocks, "MAX_LINE", 64 << 10)
+    codes = [f"0x5010B0{i:02X}" for i in range(1, 40)]
+    body = " ".join(f"PullKvBlocks ret {codes[i % len(codes)]}" for i in range(40_000))
+    log = tmp_path / "storm.log"
+    log.write_text("[ERROR] GE(7,python3):2025-11-10-15:36:33.002.062 [llm_datadist.cc:1]8 Pull: " + body + "\n")
+    started = time.process_time()
+    findings = analyze([str(log)], jobs=1).findings
+    elapsed = time.process_time() - started
+    assert sorted(f.code for f in findings) == sorted(codes)
+    assert {f.line for f in findings} == {1}
+    assert elapsed < 2.0, elapsed
