@@ -25,7 +25,7 @@ from ..knowledge.catalog import format_code
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
 from ..knowledge.rules import RuleMatch, RuleSet
-from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
+from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, core_nearby, decode, scan_stream
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
 from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
@@ -81,6 +81,10 @@ class Engine:
         self._fact_literals = self.linkfacts.raw_literals
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
+        # Under the core, `nearby` regexes run in Rust's regex where they compile there (issue #17).
+        compile_nearby = core_nearby()
+        self._nearby_notes = [Skipped(origin, why) for origin, why in self.rules.use_core(compile_nearby)
+                              ] if compile_nearby is not None else []
         self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
                                    fact_table=self._fact_table)
@@ -137,6 +141,9 @@ class Engine:
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
+        for note in self._nearby_notes:  # a user regex the core cannot run (the timed Python path runs it)
+            if note not in stats.notes:
+                stats.notes.append(note)
         for rule_id, why in self.rules.disabled.items():  # a user regex that ran out of time
             rule = self.rules.by_id[rule_id]
             if Skipped(rule.origin, why) not in stats.skipped:

@@ -67,6 +67,12 @@ def engine_name() -> str:
     return f"rust (ddtriage-core {_core.__version__})" if _core is not None else "python"
 
 
+def core_nearby() -> Callable[[str], object] | None:
+    """The compiled core's `nearby` regex compiler (`ddtriage_core.Nearby`: a ValueError for a
+    pattern it cannot run alike) when the core scans in this process, else None."""
+    return _core.Nearby if ENGINE == "rust" and _core is not None else None
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")

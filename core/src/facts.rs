@@ -43,7 +43,7 @@ pub enum Answer {
 
 /// Why Rust's reading of `pattern` might differ from Python's `regex`, or None when it is the same
 /// on a line of printable ASCII.
-fn unportable(pattern: &str) -> Option<&'static str> {
+pub fn unportable(pattern: &str) -> Option<&'static str> {
     // Python folds these to ASCII letters under (?i); on ASCII classes Rust does not.
     if pattern.contains(['\u{17F}', '\u{212A}', '\u{130}', '\u{131}']) {
         return Some("a letter that case-folds to ASCII");

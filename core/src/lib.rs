@@ -666,6 +666,43 @@ impl Facts {
     }
 }
 
+/// A rule's `nearby` regex in Rust's linear-time engine (issue #17): built only when it means the
+/// same as in Python (`facts::unportable`, else a ValueError saying why), and asked only about
+/// text of printable ASCII, tabs and newlines; any other text is Python's (None).
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Nearby {
+    re: Regex,
+}
+
+#[pymethods]
+impl Nearby {
+    #[new]
+    fn new(pattern: &str) -> PyResult<Self> {
+        if let Some(why) = facts::unportable(pattern) {
+            return Err(PyValueError::new_err(why));
+        }
+        let re = Regex::new(&format!("(?-u){pattern}"))
+            .map_err(|e| PyValueError::new_err(e.to_string().lines().last().unwrap_or("").trim().to_string()))?;
+        Ok(Nearby { re })
+    }
+
+    /// Whether the regex matches somewhere in `text`, or None when Python must answer.
+    fn search(&self, py: Python<'_>, text: &str) -> PyResult<Option<bool>> {
+        let bytes = text.as_bytes();
+        // Python's `$` also matches before a final newline; Rust's does not.
+        if bytes.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        let odd = bytes.iter().fold(0u8, |acc, &b| {
+            acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t') & (b != b'\n')) as u8
+        });
+        if odd != 0 {
+            return Ok(None);
+        }
+        guarded("a nearby regex", || Ok(Some(py.detach(|| self.re.is_match(bytes)))))
+    }
+}
+
 /// Line ends of `data` counted (a helper for tests and the bench).
 #[pyfunction]
 fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
@@ -679,6 +716,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Matcher>()?;
     m.add_class::<Scan>()?;
     m.add_class::<Facts>()?;
+    m.add_class::<Nearby>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     Ok(())
 }
