@@ -54,12 +54,15 @@ golden: install
 # rg (Debian's ripgrep) is installed when missing; without it the bench skips the rg column and says so.
 # Then the fleet bench of issue #12 (bench/fleet.py: 500 bundles, local pool vs --dask local:N vs merge;
 # ~5 min, 1.1 GB more cache; FLEET_ARGS="--bundles 50 --noise 1M --repeat 1" for a quick run).
+# Each ddtriage row runs under both engines (the core judged against the targets of issue #17).
+BENCH_ENGINES ?= $(if $(wildcard $(CORE_STAMP)),rust$(comma)python,python)
+comma := ,
 bench: install
 	@command -v rg >/dev/null 2>&1 || { SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
 	  echo "rg not found: installing Debian's ripgrep"; \
 	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq ripgrep >/dev/null; } \
 	  || echo "note: could not install ripgrep (apt-get failed); the bench runs without rg"; }
-	@status=0; $(BIN)/python bench/run.py --ddtriage $(BIN)/ddtriage $(BENCH_ARGS) || status=1; \
+	@status=0; $(BIN)/python bench/run.py --ddtriage $(BIN)/ddtriage --engines $(BENCH_ENGINES) $(BENCH_ARGS) || status=1; \
 	  $(BIN)/python bench/fleet.py --ddtriage $(BIN)/ddtriage $(FLEET_ARGS) || status=1; exit $$status
 
 clean:
