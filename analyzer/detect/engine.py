@@ -88,6 +88,8 @@ class Engine:
         self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
                                    fact_table=self._fact_table)
+        if compile_nearby is not None:  # under the core its table answers the facts of every plain line
+            self.linkfacts.use_core(Prefilter((), "find", fact_table=self.linkfacts.core_table()).core_facts())
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
