@@ -111,13 +111,13 @@ def _mem_kib(pid: int) -> tuple[int, int] | None:
     return int(rss.group(1)), int(hwm.group(1))
 
 
-def run_monitored(cmd: list[str], timeout: float, rss_cap_kib: int) -> Run:
+def run_monitored(cmd: list[str], timeout: float, rss_cap_kib: int, env: dict | None = None) -> Run:
     """Run cmd (stdout discarded), watching its process tree; see the module docstring."""
     run = Run(cmd)
     err = tempfile.TemporaryFile()  # noqa: SIM115 - closed after the run
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                         start_new_session=True)
+                         start_new_session=True, env=env)
     done = threading.Event()
     result: dict = {}
 

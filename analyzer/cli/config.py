@@ -17,6 +17,16 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)  # TOML-compatible for strings, lists, bools, ints
 
 
+def _engine() -> str:
+    """Which engine scans here (issue #17) and what chose it."""
+    import os
+
+    from ..scan.blocks import engine_name
+
+    chosen = (os.environ.get("DDTRIAGE_ENGINE") or "auto").strip().lower()
+    return f"{engine_name()} (DDTRIAGE_ENGINE={chosen})"
+
+
 @cli.command("config")
 @click.pass_context
 def config_command(ctx: click.Context) -> None:
@@ -30,6 +40,7 @@ def config_command(ctx: click.Context) -> None:
     else:
         table = " [tool.ddtriage]" if config.path.name == "pyproject.toml" else ""
         click.echo(f"# config: {config.path}{table}")
+    click.echo(f"# engine: {_engine()}")
     width = max(len(k) for k in KEYS)
     for name, key in KEYS.items():
         if name in config.values:

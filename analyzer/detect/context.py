@@ -9,6 +9,7 @@ It also decides whether a generic LLM_FAILED hit is LLM-DataDist's (`GenericPoli
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ class ApiResolver:
         # Whole words only: `copy_cache` must not match inside `LLM_COPY_CACHE_FAILED`, but a
         # leading underscore (`_pull_blocks`) is allowed.
         self._spelling = re.compile(r"(?i)(?<![A-Za-z0-9_])_*(" + alternation + r")(?![A-Za-z0-9_])")
+        # The last message searched: (line, where its message starts, its tag API, spelling starts, APIs).
+        # Every hit of one line asks again; a line of a million codes is searched once, not once a hit.
+        self._last: tuple[str, int, tuple[str, str] | None, list[int], list[str]] | None = None
 
     # -- evidence on one line -------------------------------------------------------------
     def on_line(self, line: str, header: Header, offset: int | None = None) -> tuple[str, str] | None:
@@ -63,19 +67,34 @@ class ApiResolver:
             api = self.apis.resolve_token(header.func)
             if api:
                 return api, "func"
-        msg = line[header.msg_start:]
+        last = self._last
+        if last is None or last[0] is not line or last[1] != header.msg_start:
+            last = self._last = (line, header.msg_start, *self._searched(line[header.msg_start:]))
+        _, _, tagged, starts, apis = last
+        if tagged:
+            return tagged
+        if not starts:
+            return None
+        if offset is None:
+            return apis[0], "message"
+        # The spelling nearest the hit; of two as near, the first.
+        rel = offset - header.msg_start
+        i = bisect_left(starts, rel)
+        if i == len(starts) or (i > 0 and rel - starts[i - 1] <= starts[i] - rel):
+            i -= 1
+        return apis[i], "message"
+
+    def _searched(self, msg: str) -> tuple[tuple[str, str] | None, list[int], list[str]]:
+        """(the first tag naming an API, the starts of API spellings, their APIs) of a message."""
         for m in _TAG.finditer(msg):
             api = self.apis.resolve_token(m.group(1))
             if api:
-                return api, "tag"
-        best: tuple[int, str] | None = None
-        rel = None if offset is None else offset - header.msg_start
+                return (api, "tag"), [], []
+        starts, apis = [], []
         for m in self._spelling.finditer(msg):
-            api = self.apis.spellings[re.sub(r"\s+", " ", m.group(1)).lower()]
-            distance = 0 if rel is None else abs(m.start() - rel)
-            if best is None or distance < best[0]:
-                best = (distance, api)
-        return (best[1], "message") if best else None
+            starts.append(m.start())
+            apis.append(self.apis.spellings[re.sub(r"\s+", " ", m.group(1)).lower()])
+        return None, starts, apis
 
     def mentions_llm(self, line: str) -> bool:
         """Whether the line names LLM-DataDist (a source file, a class, the library) itself."""

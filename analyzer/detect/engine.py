@@ -26,7 +26,7 @@ from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
 from ..knowledge.rules import RuleMatch, RuleSet
 from ..knowledge.versions import Versions
-from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, decode, scan_stream
+from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, core_nearby, decode, scan_stream
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
 from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
@@ -83,7 +83,15 @@ class Engine:
         self._fact_literals = tuple(dict.fromkeys((*self.linkfacts.raw_literals, *self.rules.recovery.raw_literals)))
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
-        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals)
+        # Under the core, `nearby` regexes run in Rust's regex where they compile there (issue #17).
+        compile_nearby = core_nearby()
+        self._nearby_notes = [Skipped(origin, why) for origin, why in self.rules.use_core(compile_nearby)
+                              ] if compile_nearby is not None else []
+        self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
+        self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
+                                   fact_table=self._fact_table)
+        if compile_nearby is not None:  # under the core its table answers the facts of every plain line
+            self.linkfacts.use_core(Prefilter((), "find", fact_table=self.linkfacts.core_table()).core_facts())
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
@@ -137,6 +145,9 @@ class Engine:
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
+        for note in self._nearby_notes:  # a user regex the core cannot run (the timed Python path runs it)
+            if note not in stats.notes:
+                stats.notes.append(note)
         for rule_id, why in self.rules.disabled.items():  # a user regex that ran out of time
             rule = self.rules.by_id[rule_id]
             if Skipped(rule.origin, why) not in stats.skipped:
@@ -174,6 +185,7 @@ class Engine:
                 self._prefilters[unwrapper.name] = prefilter
         # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
         facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
+        line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts):
             if unwrapper is None:
                 text = cand.text()
@@ -181,7 +193,15 @@ class Engine:
                     text = clean(text)
                 lookback = _memo(cand.lookback)
                 link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
-                found = list(self._line(state, cand, text, lookback, None, link))
+                hits = self.matcher.find(text)
+                # A line longer than MAX_LINE comes in fragments of one line number: one finding per
+                # code per line, the first fragment's.
+                if cand.line_no != line_no:
+                    line_no, reported = cand.line_no, set()
+                if reported:
+                    hits = [h for h in hits if h.value not in reported]
+                reported.update(h.value for h in hits)
+                found = list(self._line(state, cand, text, lookback, None, link, hits))
             else:
                 found = self._records(state, cand, unwrapper)
             if len(found) > 1:
@@ -190,11 +210,11 @@ class Engine:
         if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
             counts.bytes += rejoined.consumed - rejoined.produced
 
-    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes) -> None:
+    def _fact_line(self, state: _StreamState, line_no: int, raw: bytes, found: list[Fact] | None) -> None:
         text = decode(raw)
         if "\x1b" in text:
             text = clean(text)
-        self.observer.facts_only(state, self.node, line_no, text, raw)
+        self.observer.facts_only(state, self.node, line_no, text, raw, found)
 
     def _rule_for(self, value: int, api: str | None, in_cluster: bool, nearby_text: Callable[[], str],
                   versions: Versions = ()) -> RuleMatch:

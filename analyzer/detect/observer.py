@@ -99,10 +99,12 @@ class LineObserver:
                                         header.pid or state.layout.pid, clusters, addrs, text[:600],
                                         when.year_guessed))
 
-    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes) -> None:
+    def facts_only(self, state: StreamView, default_node: str | None, line_no: int, text: str, raw: bytes,
+                   found: list[Fact] | None = None) -> None:
         """Note the link facts of a plain line that holds fact literals only (no code, no
-        neighbour error): what `line` does for it, without what only a finding needs."""
-        facts = self.linkfacts.find(text, raw)
+        neighbour error): what `line` does for it, without what only a finding needs. `found`:
+        the line's facts when the compiled core has matched them already."""
+        facts = self.linkfacts.find(text, raw) if found is None else found
         proof = self.recovery.maybe_in(raw)
         if not facts and not proof:
             return

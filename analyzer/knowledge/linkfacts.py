@@ -62,10 +62,25 @@ class LinkFactMatcher:
         every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
         self._raw_present = re.compile(b"|".join(map(re.escape, every)))
         self._screen: _Screen | None | bool = False  # built on first use (False: not yet)
+        self._core: Any = None  # the compiled core's table (`ddtriage_core.Facts`), under the core
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_core"] = None  # the core's table does not pickle: a worker's engine hands over its own
+        return state
+
+    def use_core(self, table: Any) -> None:
+        """Answer lines with the compiled core's table (equal to `find_plainly`; it leaves lines that
+        are not plain ASCII to this module)."""
+        self._core = table
 
     def find(self, line: str, raw: bytes | None = None) -> list[Fact]:
         """[(kind, value)] on one line, in the order of the kinds (`raw`: the line's bytes, when
         the caller has them)."""
+        if self._core is not None and raw is not None and line.isascii() and len(line) == len(raw.rstrip(b"\r")):
+            found: list[Fact] | None = self._core.find(raw)
+            if found is not None:
+                return found
         if self._screen is False:
             self._screen = _Screen.build(self.kinds)  # ~0.1 s: not paid by a scan that reads no fact line
         if isinstance(self._screen, _Screen) and line.isascii():
@@ -84,6 +99,12 @@ class LinkFactMatcher:
                 if value is not None:
                     out.append((kind.id, value))
         return out
+
+    def core_table(self) -> tuple[tuple[str, list[str], list[str], list[tuple[str, str]]], ...]:
+        """The table as the compiled core takes it (`ddtriage_core.Facts`): per kind its id,
+        literals, pattern texts and value map. The core answers exactly as `find_plainly`."""
+        return tuple((k.id, list(k.literals), [p.pattern for p in k.patterns], sorted(k.values.items()))
+                     for k in self.kinds)
 
     def maybe_in(self, raw: bytes) -> bool:
         """Whether undecoded bytes hold any literal (the cheap test before decoding)."""

@@ -84,7 +84,9 @@ class Rule:
         return score
 
     def matches(self, value: int, known: bool, api: str | None, in_cluster: bool,
-                nearby_text: Callable[[], str], versions: Versions = ()) -> bool:
+                nearby_text: Callable[[], str], versions: Versions = (), fast: Any = None) -> bool:
+        """Whether the rule applies; `fast`: the compiled core's matcher of `nearby` (it answers
+        True/False, or None for text it leaves to the timed Python path)."""
         if self.unknown and known:
             return False
         if self.codes is not None and value not in self.codes:
@@ -97,7 +99,11 @@ class Rule:
             return False
         if self.versions is not None and not self.versions.holds(dict(versions)):
             return False
-        return not (self.nearby is not None and not self.nearby.search(nearby_text(), timeout=NEARBY_TIMEOUT))
+        if self.nearby is None:
+            return True
+        text = nearby_text()
+        found = fast.search(text) if fast is not None else None
+        return found if found is not None else self.nearby.search(text, timeout=NEARBY_TIMEOUT) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +142,7 @@ class RuleSet:
         self.uses_versions = any(r.versions is not None for r in rules)
         self.disabled: dict[str, str] = {}  # rule id -> why it stopped being tried (a regex timeout)
         self._texts: RuleTexts | None = None
+        self._fast: dict[str, Any] = {}  # rule id -> the compiled core's `nearby` matcher (this process only)
 
     @property
     def texts(self) -> RuleTexts:
@@ -143,6 +150,27 @@ class RuleSet:
         if self._texts is None:
             self._texts = RuleTexts({r.id: RuleText(r.remedy, r.references) for r in self.rules})
         return self._texts
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_fast"] = {}  # the core's matchers do not pickle: a worker's engine compiles its own
+        return state
+
+    def use_core(self, compile_nearby: Callable[[str], Any]) -> list[tuple[str, str]]:
+        """Run `nearby` regexes in the compiled core's linear-time engine (`ddtriage_core.Nearby`)
+        where they compile there. Returns (origin, note) for each user rule whose regex does not:
+        it keeps the timed Python path, with the same answers."""
+        notes = []
+        for rule in self.rules:
+            if rule.nearby is None or rule.id in self._fast:
+                continue
+            try:
+                self._fast[rule.id] = compile_nearby(rule.nearby.pattern)
+            except ValueError as exc:
+                if not rule.builtin:
+                    notes.append((rule.origin, f"rule {rule.id}: `nearby` regex is not portable to the compiled core "
+                                               f"({exc}); it runs in the timed Python path"))
+        return notes
 
     def candidates(self, value: int) -> list[Rule]:
         rules = self._by_code.get(value)
@@ -161,7 +189,8 @@ class RuleSet:
             if rule.id in self.disabled:
                 continue
             try:
-                hit = rule.matches(value, code is not None, api, in_cluster, nearby_text, versions)
+                hit = rule.matches(value, code is not None, api, in_cluster, nearby_text, versions,
+                                   self._fast.get(rule.id))
             except TimeoutError:
                 self.disabled[rule.id] = (f"rule {rule.id}: `nearby` regex ran over {NEARBY_TIMEOUT:g} s on one "
                                           "finding; rule disabled for this run")

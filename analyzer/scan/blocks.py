@@ -67,6 +67,12 @@ def engine_name() -> str:
     return f"rust (ddtriage-core {_core.__version__})" if _core is not None else "python"
 
 
+def core_nearby() -> Callable[[str], object] | None:
+    """The compiled core's `nearby` regex compiler (`ddtriage_core.Nearby`: a ValueError for a
+    pattern it cannot run alike) when the core scans in this process, else None."""
+    return _core.Nearby if ENGINE == "rust" and _core is not None else None
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")
@@ -146,7 +152,7 @@ class Prefilter:
     their own, far cheaper than a line that may hold a code; a line holding both is a full one."""
 
     def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = (),
-                 fact_literals: Sequence[bytes] = ()):
+                 fact_literals: Sequence[bytes] = (), fact_table: Sequence[object] = ()):
         self.literals = tuple(dict.fromkeys(literals))
         self.patterns = tuple(dict.fromkeys(patterns))
         self.fact_literals = tuple(lit for lit in dict.fromkeys(fact_literals) if lit not in self.literals)
@@ -163,10 +169,14 @@ class Prefilter:
             db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
             self._db = db
         self._matcher: object = None  # the core's compiled prefilter, built on first use (False: not portable)
+        # The link-fact table (`LinkFactMatcher.core_table()`): under the core, fact-only lines are
+        # matched there and only their facts come back.
+        self.fact_table = tuple(fact_table)
+        self._facts: object = None  # the core's compiled table, built on first use (False: none)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["_matcher"] = None  # the core's matcher does not pickle: a worker builds its own
+        state["_matcher"] = state["_facts"] = None  # the core's objects do not pickle: a worker builds its own
         return state
 
     def core(self) -> object | None:
@@ -179,6 +189,12 @@ class Prefilter:
             except ValueError:
                 self._matcher = False
         return self._matcher or None
+
+    def core_facts(self) -> object | None:
+        """The compiled core's link-fact table, or None without the core or a table."""
+        if self._facts is None:
+            self._facts = _core.Facts(list(self.fact_table)) if _core is not None and self.fact_table else False
+        return self._facts or None
 
     def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
         """Sorted, unique start offsets of candidate lines within buf[begin:end] (either tier)."""
@@ -238,11 +254,13 @@ class ScanCounts:
     bytes: int = 0
 
 
-FactSink = Callable[[int, bytes], None]  # (line number, raw line) of a line with fact literals only
+# (line number, raw line, its facts when the core found them, else None) of a line with fact
+# literals only; under the core a line without facts never reaches it.
+FactSink = Callable[[int, bytes, "list[tuple[str, str]] | None"], None]
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
-                max_line: int = MAX_LINE, history: bytes = b"", facts: FactSink | None = None,
+                max_line: int | None = None, history: bytes = b"", facts: FactSink | None = None,
                 engine: str | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
@@ -251,14 +269,16 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
     error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
-    process's `ENGINE`); both give the same candidates, counts and errors.
+    process's `ENGINE`); both give the same candidates, counts and errors. `max_line`: MAX_LINE.
     """
+    max_line = MAX_LINE if max_line is None else max_line
     if (engine or ENGINE) == "rust":
         if _core is None:
             raise RuntimeError("the compiled core (ddtriage_core) is not installed")
         matcher = prefilter.core()
         if matcher is not None:
-            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts)
+            table = prefilter.core_facts() if facts is not None else None
+            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table)
             return
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
@@ -308,12 +328,14 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
 
 
 def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,
-               history: bytes, facts: FactSink | None) -> Iterator[Candidate]:
+               history: bytes, facts: FactSink | None, table: object | None = None) -> Iterator[Candidate]:
     """`scan_stream` on the compiled core: the rest of a plain file is read by the core itself,
     any other stream is read here and handed over in blocks. Per block the core returns the
-    buffer and the candidate lines only; the counts move at the same points as in the loop above."""
+    buffer and the candidate lines only; the counts move at the same points as in the loop above.
+    With the link-fact `table` (and a `facts` sink), the core matches fact-only lines itself:
+    only those with facts come back, with their facts."""
     assert _core is not None
-    scan = _core.Scan(matcher, block_size, max_line, history)
+    scan = _core.Scan(matcher, block_size, max_line, history, facts=table)
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
     failure: BaseException | None = None
@@ -337,9 +359,9 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
         counts.bytes += nbytes
         counts.lines += lines_before
         for number, offset, start, raw, facts_only in cands:
-            if facts_only:
+            if facts_only is not False:  # True: a fact-only line; a list: its facts, found by the core
                 if facts is not None:
-                    facts(number, raw)
+                    facts(number, raw, None if facts_only is True else facts_only)
                     continue
                 yield Candidate(number, offset, raw, buf, start, first_line_no, True)
             else:
@@ -434,7 +456,7 @@ def _candidates(buf: bytes, begin: int, end: int, prefilter: Prefilter, line_no:
         raw = buf[start:end if nl == -1 else nl]
         if start in facts_only:
             if facts is not None:
-                facts(number, raw)
+                facts(number, raw, None)
                 continue
             yield Candidate(number, offset + start - begin, raw, buf, start, first_line_no, True)
         else:

@@ -267,8 +267,9 @@ def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
                         failures=plural(len(rows), "failure")), "", width), t("recurring_columns")]
     blocks = []
     for r in rows[:_budget("recurring", full)]:
+        source = t("recurring_from", api=r.api) if r.api else "(" + t("api_unknown") + ")"
         lines = _wrap(f"{r.bundles:>7} {r.nodes:>5} {r.findings:>6}  {describe_code(r.code, r.name)} "
-                      f"{t('recurring_from', api=r.api) if r.api else '(' + t('api_unknown') + ')'} -> {r.action}", "", width, rest=" " * 22)
+                      f"{source} -> {r.action}", "", width, rest=" " * 22)
         if r.first_seen and r.last_seen:
             lines.append(" " * max(4, min(22, width - 42)) + f"{r.first_seen[:19]} .. {r.last_seen[:19]}")
         blocks.append(lines)

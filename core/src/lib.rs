@@ -1,4 +1,4 @@
-//! ddtriage's compiled core, stage 1: block reading and the two-tier literal prefilter of
+//! ddtriage's compiled core: block reading, the two-tier literal prefilter and the link facts of
 //! `analyzer/scanner.py`, with the same answers to the byte.
 //!
 //! What crosses the boundary: Python hands over the literals once (`Matcher`), then per stream a
@@ -6,25 +6,30 @@
 //! fed the blocks Python read (decompressed streams). Per block it hands back the block's buffer
 //! as one `bytes` (what `Candidate._buf` holds) and one tuple per candidate line: (line number,
 //! stream offset, start in the buffer, the line's raw bytes, facts only). Python never sees the
-//! other lines. No thread is started, ever; the GIL is released while reading and searching.
+//! other lines. With the link-fact table (`Facts`, see `facts.rs`), a fact-only line is matched
+//! here and comes back only when it holds facts, with them (a list of (kind, value) in place of
+//! the facts-only flag). No thread is started, ever; the GIL is released while reading and searching.
 
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Once, OnceLock};
+use std::sync::{Arc, Once};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
+use aho_corasick::{AhoCorasickBuilder, MatchKind};
 use memchr::{memchr, memrchr};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
 
+mod facts;
+mod prefilter;
+use facts::{Answer, FactTable};
+use prefilter::{Core, Line};
+
 const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
-const FRAGMENT_TAIL: usize = 256; // scanner.FRAGMENT_TAIL
-const CODE_CONTEXT: usize = 128; // scanner.CODE_CONTEXT
 
 // ---------------------------------------------------------------------------------------------
 // Panics: recorded by a quiet hook, turned into one ValueError (a read error to the engine).
@@ -72,263 +77,6 @@ fn count_nl(s: &[u8]) -> usize {
     bytecount::count(s, b'\n')
 }
 
-// ---------------------------------------------------------------------------------------------
-// The prefilter: one leftmost-first Aho-Corasick pass over every literal (code and neighbour
-// literals first, then fact literals), plus the few extra regexes (full tier).
-
-struct Core {
-    ac: Option<AhoCorasick>,
-    n_full: usize,
-    regexes: Vec<Regex>,
-    literals: Vec<Vec<u8>>, // code and neighbour literals first (ids < n_full), then fact literals
-    trigrams: OnceLock<Option<Trigrams>>, // built from the first region searched (only speed depends on it)
-}
-
-/// The literal search when every literal has at least 3 bytes: each literal is anchored on its
-/// rarest 3-byte window (rarest in the first region searched), a 2^24-bit set says which windows
-/// anchor a literal, and a hit is verified exactly against the literals anchored there.
-struct Trigrams {
-    bits: Vec<u64>,
-    rank: Vec<u16>,           // set bits before each word of `bits`
-    groups: Vec<(u32, u32)>,  // per anchored window (by rank): its range in `anchors`
-    anchors: Vec<(u32, u32)>, // (literal id, offset of the window in the literal)
-}
-
-#[inline(always)]
-fn window(buf: &[u8], i: usize) -> usize {
-    buf[i] as usize | (buf[i + 1] as usize) << 8 | (buf[i + 2] as usize) << 16
-}
-
-impl Trigrams {
-    fn new(literals: &[Vec<u8>], sample: &[u8]) -> Option<Trigrams> {
-        if literals.is_empty() || literals.iter().any(|l| l.len() < 3) || literals.len() > u16::MAX as usize {
-            return None;
-        }
-        // How often each (hashed) window occurs in the sample.
-        let hash = |w: usize| (w.wrapping_mul(0x9E37_79B1) >> 8) & 0xFFFF;
-        let mut freq = vec![0u32; 1 << 16];
-        let sample = &sample[..sample.len().min(4 << 20)];
-        if sample.len() >= 3 {
-            for i in 0..sample.len() - 2 {
-                freq[hash(window(sample, i))] += 1;
-            }
-        }
-        let mut chosen: Vec<(usize, u32, u32)> = literals
-            .iter()
-            .enumerate()
-            .map(|(id, lit)| {
-                let k = (0..=lit.len() - 3)
-                    .min_by_key(|&k| (freq[hash(window(lit, k))], k))
-                    .unwrap();
-                (window(lit, k), id as u32, k as u32)
-            })
-            .collect();
-        chosen.sort();
-        let mut bits = vec![0u64; 1 << 18];
-        for &(w, _, _) in &chosen {
-            bits[w >> 6] |= 1 << (w & 63);
-        }
-        let mut rank = Vec::with_capacity(bits.len());
-        let mut total = 0u16;
-        for word in &bits {
-            rank.push(total);
-            total += word.count_ones() as u16;
-        }
-        let mut groups = Vec::new();
-        let mut anchors = Vec::with_capacity(chosen.len());
-        let mut i = 0;
-        while i < chosen.len() {
-            let from = anchors.len() as u32;
-            let w = chosen[i].0;
-            while i < chosen.len() && chosen[i].0 == w {
-                anchors.push((chosen[i].1, chosen[i].2));
-                i += 1;
-            }
-            groups.push((from, anchors.len() as u32));
-        }
-        Some(Trigrams {
-            bits,
-            rank,
-            groups,
-            anchors,
-        })
-    }
-
-    /// The literals anchored at window `w` (set in `bits`).
-    #[inline]
-    fn anchored(&self, w: usize) -> &[(u32, u32)] {
-        let word = self.bits[w >> 6];
-        let r = self.rank[w >> 6] as usize + (word & ((1u64 << (w & 63)) - 1)).count_ones() as usize;
-        let (a, b) = self.groups[r];
-        &self.anchors[a as usize..b as usize]
-    }
-}
-
-/// A candidate line of a region: where it starts and ends (its newline, or the region's end).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Line {
-    start: usize,
-    stop: usize,
-    facts_only: bool,
-}
-
-impl Core {
-    /// `Prefilter.tiers` of buf[begin..end], as sorted lines.
-    fn tiers(&self, buf: &[u8], begin: usize, end: usize) -> Vec<Line> {
-        let hay = &buf[..end];
-        let mut out: Vec<Line> = Vec::new();
-        let tri = self
-            .trigrams
-            .get_or_init(|| Trigrams::new(&self.literals, &hay[begin..]));
-        if let Some(tri) = tri {
-            self.trigram_lines(tri, hay, begin, &mut out);
-        } else if let Some(ac) = &self.ac {
-            let mut pos = begin;
-            while pos < end {
-                let Some(m) = ac.find(Input::new(hay).span(pos..end)) else {
-                    break;
-                };
-                let at = m.start();
-                let start = memrchr(b'\n', &hay[begin..at]).map_or(begin, |i| begin + i + 1);
-                let stop = memchr(b'\n', &hay[at..end]).map_or(end, |i| at + i);
-                let mut full = m.pattern().as_usize() < self.n_full;
-                // A fact literal came first: the line is full if a code literal starts later in it
-                // (leftmost-first prefers code literals at the same start).
-                let mut from = at + 1;
-                while !full && from < stop {
-                    match ac.find(Input::new(hay).span(from..stop)) {
-                        Some(m2) if m2.pattern().as_usize() < self.n_full => full = true,
-                        Some(m2) => from = m2.start() + 1,
-                        None => break,
-                    }
-                }
-                out.push(Line {
-                    start,
-                    stop,
-                    facts_only: !full,
-                });
-                pos = stop + 1;
-            }
-        }
-        if !self.regexes.is_empty() {
-            let mut extra: Vec<usize> = Vec::new();
-            for re in &self.regexes {
-                let mut at = begin;
-                while at <= end {
-                    let Some(m) = re.find_at(hay, at) else { break };
-                    extra.push(memrchr(b'\n', &hay[begin..m.start()]).map_or(begin, |i| begin + i + 1));
-                    at = if m.end() > m.start() { m.end() } else { m.end() + 1 };
-                }
-            }
-            if !extra.is_empty() {
-                for start in extra {
-                    match out.binary_search_by(|l| l.start.cmp(&start)) {
-                        Ok(i) => out[i].facts_only = false,
-                        Err(i) => {
-                            let stop = memchr(b'\n', &hay[start..end]).map_or(end, |j| start + j);
-                            out.insert(
-                                i,
-                                Line {
-                                    start,
-                                    stop,
-                                    facts_only: false,
-                                },
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// The candidate lines of hay[begin..] by the trigram index: the same as the Aho-Corasick loop.
-    fn trigram_lines(&self, tri: &Trigrams, hay: &[u8], begin: usize, out: &mut Vec<Line>) {
-        let end = hay.len();
-        let mut fact: Option<Line> = None; // the current line, when it holds fact literals only so far
-        let mut i = begin;
-        let bits = tri.bits.as_ptr();
-        'scan: while i + 3 <= end {
-            if i + 19 <= end {
-                // Sixteen windows at a time, branch-free: on to the first that anchors a literal.
-                let mut any = 0u32;
-                for j in 0..16 {
-                    // SAFETY: i + j + 4 <= i + 19 <= end <= hay.len(); w < 2^24 indexes bits (2^18 words).
-                    let w = unsafe { (hay.as_ptr().add(i + j) as *const u32).read_unaligned() }.to_le() as usize
-                        & 0xFF_FFFF;
-                    any |= ((unsafe { *bits.add(w >> 6) } >> (w & 63)) as u32 & 1) << j;
-                }
-                if any == 0 {
-                    i += 16;
-                    continue;
-                }
-                i += any.trailing_zeros() as usize;
-            }
-            let w = window(hay, i);
-            if tri.bits[w >> 6] >> (w & 63) & 1 == 0 {
-                i += 1;
-                continue;
-            }
-            for &(id, k) in tri.anchored(w) {
-                let (id, k) = (id as usize, k as usize);
-                if i < begin + k {
-                    continue;
-                }
-                let s = i - k;
-                let lit = &self.literals[id];
-                if s + lit.len() > end || &hay[s..s + lit.len()] != lit.as_slice() {
-                    continue;
-                }
-                if let Some(f) = fact
-                    && s > f.stop
-                {
-                    out.push(f);
-                    fact = None;
-                }
-                let line = match fact {
-                    Some(f) => f,
-                    None => {
-                        let start = memrchr(b'\n', &hay[begin..s]).map_or(begin, |j| begin + j + 1);
-                        let stop = memchr(b'\n', &hay[s..end]).map_or(end, |j| s + j);
-                        Line {
-                            start,
-                            stop,
-                            facts_only: true,
-                        }
-                    }
-                };
-                if id < self.n_full {
-                    out.push(Line {
-                        facts_only: false,
-                        ..line
-                    });
-                    fact = None;
-                    i = line.stop + 1;
-                    continue 'scan;
-                }
-                fact = Some(line);
-            }
-            i += 1;
-        }
-        if let Some(f) = fact {
-            out.push(f);
-        }
-    }
-
-    /// `_fragment_cut`: where to cut a fragment off a line too long to keep.
-    fn fragment_cut(&self, buf: &[u8], begin: usize) -> usize {
-        let mut cut = buf.len() as isize - FRAGMENT_TAIL as isize;
-        let window = std::cmp::max(begin as isize, cut - FRAGMENT_TAIL as isize) as usize;
-        if let Some(ac) = &self.ac
-            && window <= buf.len()
-            && let Some(m) = ac.find(Input::new(buf).span(window..buf.len()))
-        {
-            cut = cut.min(m.start() as isize - CODE_CONTEXT as isize);
-        }
-        std::cmp::max(cut, begin as isize + 1) as usize
-    }
-}
-
 /// The compiled prefilter of one `Prefilter` (its literals, fact literals and patterns).
 #[pyclass(frozen, module = "ddtriage_core")]
 struct Matcher {
@@ -373,13 +121,7 @@ impl Matcher {
         }
         let literals = literals.into_iter().chain(fact_literals).collect();
         Ok(Matcher {
-            core: Arc::new(Core {
-                ac,
-                n_full,
-                regexes,
-                literals,
-                trigrams: OnceLock::new(),
-            }),
+            core: Arc::new(Core::new(ac, n_full, regexes, literals)),
         })
     }
 
@@ -414,6 +156,7 @@ struct Out<'py> {
     buf: Option<Bound<'py, PyBytes>>,
     first_line_no: i64,
     cands: Vec<(i64, i64, usize, usize, bool)>,
+    answers: Vec<Option<Answer>>, // per candidate with the fact table: the facts of a fact-only line
     lines_after: u64,
     done: bool,
 }
@@ -428,6 +171,7 @@ impl Out<'_> {
             buf: None,
             first_line_no: 0,
             cands: Vec::new(),
+            answers: Vec::new(),
             lines_after: 0,
             done: false,
         }
@@ -437,6 +181,7 @@ impl Out<'_> {
 #[pyclass(module = "ddtriage_core")]
 struct Scan {
     core: Arc<Core>,
+    facts: Option<Arc<FactTable>>, // fact-only lines are answered here; those without facts dropped
     block_size: usize,
     max_line: usize,
     name: String,
@@ -536,6 +281,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + l.start as i64, l.start, l.stop, l.facts_only))
                     .collect();
+                self.answer(py, fragment, &mut out);
                 if !out.cands.is_empty() {
                     out.buf = Some(PyBytes::new(py, fragment));
                 }
@@ -557,6 +303,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
                     .collect();
+                self.answer(py, data, &mut out);
                 out.lines_after = count;
                 self.line_no += count as i64;
                 self.offset += (end - begin) as i64;
@@ -579,6 +326,32 @@ impl Scan {
         Ok(out)
     }
 
+    /// With the fact table: the facts of each fact-only candidate of `out` (in `data`), found
+    /// without the GIL; a line without facts is dropped (Python never sees it).
+    fn answer(&self, py: Python<'_>, data: &[u8], out: &mut Out<'_>) {
+        let Some(table) = &self.facts else { return };
+        if !out.cands.iter().any(|c| c.4) {
+            return;
+        }
+        let cands = std::mem::take(&mut out.cands);
+        let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
+            cands
+                .into_iter()
+                .filter_map(|c| {
+                    if !c.4 {
+                        return Some((c, None));
+                    }
+                    match table.find(&data[c.2..c.3]) {
+                        Answer::Facts(f) if f.is_empty() => None,
+                        a => Some((c, Some(a))),
+                    }
+                })
+                .unzip()
+        });
+        out.cands = cands;
+        out.answers = answers;
+    }
+
     /// The last line (no newline at the end of the stream): scanned after history.
     fn finish<'py>(&mut self, py: Python<'py>, mut out: Out<'py>) -> PyResult<Out<'py>> {
         self.done = true;
@@ -599,6 +372,7 @@ impl Scan {
             .zip(numbers)
             .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
             .collect();
+        self.answer(py, &joined, &mut out);
         // The lines after earlier candidates of `out` (a block of no candidates) were counted before.
         out.lines_before += out.lines_after;
         out.lines_after = 1;
@@ -615,9 +389,20 @@ impl Scan {
         let cands = PyList::empty(py);
         if let Some(buf) = &out.buf {
             let data = buf.as_bytes();
-            for &(n, off, start, stop, facts_only) in &out.cands {
+            for (i, &(n, off, start, stop, facts_only)) in out.cands.iter().enumerate() {
                 let raw = PyBytes::new(py, &data[start..stop]);
-                cands.append((n, off, start, raw, facts_only))?;
+                // False: a full candidate; True: a fact-only line Python reads; a list: its facts
+                let tier: Bound<'py, PyAny> = match (out.answers.get(i), &self.facts) {
+                    (Some(Some(Answer::Facts(found))), Some(table)) => {
+                        let list = PyList::empty(py);
+                        for (k, value) in found {
+                            list.append((PyString::intern(py, &table.ids[*k]), value))?;
+                        }
+                        list.into_any()
+                    }
+                    _ => PyBool::new(py, facts_only).to_owned().into_any(),
+                };
+                cands.append((n, off, start, raw, tier))?;
             }
         }
         let buf: Bound<'py, PyAny> = match out.buf {
@@ -703,13 +488,21 @@ unsafe extern "C" {
 #[pymethods]
 impl Scan {
     #[new]
-    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream")))]
-    fn new(matcher: &Matcher, block_size: usize, max_line: usize, history: &[u8], name: String) -> PyResult<Self> {
+    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None))]
+    fn new(
+        matcher: &Matcher,
+        block_size: usize,
+        max_line: usize,
+        history: &[u8],
+        name: String,
+        facts: Option<&Facts>,
+    ) -> PyResult<Self> {
         if block_size == 0 {
             return Err(PyValueError::new_err("block_size must be positive"));
         }
         Ok(Scan {
             core: matcher.core.clone(),
+            facts: facts.map(|f| f.table.clone()),
             block_size,
             max_line,
             name,
@@ -838,6 +631,78 @@ impl Scan {
     }
 }
 
+/// The link-fact table (`LinkFactMatcher.core_table()`), compiled once; `Scan(facts=...)` answers
+/// fact-only lines with it.
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Facts {
+    table: Arc<FactTable>,
+}
+
+#[pymethods]
+impl Facts {
+    #[new]
+    fn new(rows: Vec<facts::Row>) -> PyResult<Self> {
+        install_hook();
+        let table = guarded("the link-fact table", || {
+            FactTable::new(rows).map_err(PyValueError::new_err)
+        })?;
+        Ok(Facts { table: Arc::new(table) })
+    }
+
+    /// The facts of one raw line, or None when Python must decide (the twin tests ask).
+    fn find(&self, py: Python<'_>, raw: &[u8]) -> PyResult<Option<Vec<(String, String)>>> {
+        let table = self.table.clone();
+        let answer = guarded("a line", || Ok(py.detach(|| table.find(raw))))?;
+        Ok(match answer {
+            Answer::Python => None,
+            Answer::Facts(f) => Some(f.into_iter().map(|(k, v)| (self.table.ids[k].clone(), v)).collect()),
+        })
+    }
+
+    /// (kind, why) of each kind whose patterns the core leaves to Python.
+    #[getter]
+    fn not_portable(&self) -> Vec<(String, String)> {
+        self.table.not_portable.clone()
+    }
+}
+
+/// A rule's `nearby` regex in Rust's linear-time engine (issue #17): built only when it means the
+/// same as in Python (`facts::unportable`, else a ValueError saying why), and asked only about
+/// text of printable ASCII, tabs and newlines; any other text is Python's (None).
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Nearby {
+    re: Regex,
+}
+
+#[pymethods]
+impl Nearby {
+    #[new]
+    fn new(pattern: &str) -> PyResult<Self> {
+        if let Some(why) = facts::unportable(pattern) {
+            return Err(PyValueError::new_err(why));
+        }
+        let re = Regex::new(&format!("(?-u){pattern}"))
+            .map_err(|e| PyValueError::new_err(e.to_string().lines().last().unwrap_or("").trim().to_string()))?;
+        Ok(Nearby { re })
+    }
+
+    /// Whether the regex matches somewhere in `text`, or None when Python must answer.
+    fn search(&self, py: Python<'_>, text: &str) -> PyResult<Option<bool>> {
+        let bytes = text.as_bytes();
+        // Python's `$` also matches before a final newline; Rust's does not.
+        if bytes.last() == Some(&b'\n') {
+            return Ok(None);
+        }
+        let odd = bytes.iter().fold(0u8, |acc, &b| {
+            acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t') & (b != b'\n')) as u8
+        });
+        if odd != 0 {
+            return Ok(None);
+        }
+        guarded("a nearby regex", || Ok(Some(py.detach(|| self.re.is_match(bytes)))))
+    }
+}
+
 /// Line ends of `data` counted (a helper for tests and the bench).
 #[pyfunction]
 fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
@@ -850,6 +715,8 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Matcher>()?;
     m.add_class::<Scan>()?;
+    m.add_class::<Facts>()?;
+    m.add_class::<Nearby>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     Ok(())
 }

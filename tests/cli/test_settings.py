@@ -47,6 +47,9 @@ def test_pyproject_table_paths_relative_to_the_file_and_the_config_command(proje
     assert code == 0, err
     lines = {ln.split("=")[0].strip(): ln for ln in out.splitlines() if not ln.startswith("#")}
     assert out.splitlines()[0] == f"# config: {project / 'pyproject.toml'} [tool.ddtriage]"
+    from analyzer.scan.blocks import engine_name
+
+    assert out.splitlines()[1].startswith(f"# engine: {engine_name()} (DDTRIAGE_ENGINE=")  # issue #17
     assert '"unrecoverable"' in lines["fail-on"] and lines["fail-on"].endswith(f"# from {project / 'pyproject.toml'}")
     assert '["../reports/f.sarif", "gitlab:../reports/gl.json"]' in lines["outputs"]
     assert lines["include"].endswith("# default") and "[]" in lines["include"]

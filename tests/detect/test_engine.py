@@ -24,6 +24,7 @@ import yaml
 from analyzer import analyze
 from analyzer.detect.engine import Engine
 from analyzer.run import api
+from analyzer.scan.blocks import decode
 from analyzer.writers import render_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,14 +77,30 @@ def test_screened_link_facts_equal_the_patterns_alone_on_every_line(tmp_path: Pa
     lines = [line for kind in matcher.kinds for line, _ in kind.match] + [
         line for kind in matcher.kinds for line in kind.no_match]
     files = [log] + [p for corpus in CORPORA for p in sorted((ROOT / corpus).rglob("*")) if p.is_file()]
+    raws = [line.encode() for line in lines]
     for path in files:
-        lines += path.read_bytes().decode("utf-8", "replace").splitlines()
-    with_facts = 0
-    for line in lines:
+        raws += path.read_bytes().split(b"\n")
+    core = _core_facts(matcher)
+    with_facts = answered = 0
+    for raw in raws:
+        line = decode(raw)
         expected = matcher.find_plainly(line)
         assert matcher.find(line) == expected, line
         with_facts += bool(expected)
+        if core is not None:  # the compiled core's table (issue #17): the same facts, or Python decides
+            got = core.find(raw)
+            assert got is None or got == expected, raw
+            answered += got is not None
     assert with_facts > 1000  # the lines did hold facts
+    assert core is None or answered > 0.9 * len(raws)  # and the core answered nearly all of them
+
+
+def _core_facts(matcher: object) -> object | None:
+    try:
+        import ddtriage_core
+    except ImportError:
+        return None
+    return ddtriage_core.Facts(list(matcher.core_table()))  # type: ignore[attr-defined]
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,3 +184,30 @@ def test_no_false_findings(unseen_found):
 @pytest.mark.parametrize("negative", EXPECTED["negatives"], ids=lambda n: f"{n['file']}:{n['line']}")
 def test_negative_lines(unseen_found, negative):
     assert not [k for k in unseen_found if k[0] == negative["file"] and k[1] == negative["line"]]
+
+
+@pytest.mark.parametrize("engine", ["python", "rust"])
+def test_a_line_of_many_codes_costs_linear_time_and_one_finding_a_code(tmp_path: Path, engine: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #17: a line of a million candidate codes took 84 s and gave duplicate findings (one
+    per fragment of a line longer than MAX_LINE; the API spellings searched again for every hit).
+    Here 40,000 codes among 40,000 API spellings, cut into 16 fragments: each code once, in CPU
+    time that grows with the line, not with hits times spellings (that took ~3 s)."""
+    import time
+
+    from analyzer.scan import blocks
+
+    if engine == "rust" and blocks._core is None:
+        pytest.skip("the compiled core is not installed")
+    monkeypatch.setattr(blocks, "ENGINE", engine)
+    monkeypatch.setattr(blocks, "MAX_LINE", 64 << 10)
+    codes = [f"0x5010B0{i:02X}" for i in range(1, 40)]
+    body = " ".join(f"PullKvBlocks ret {codes[i % len(codes)]}" for i in range(40_000))
+    log = tmp_path / "storm.log"
+    log.write_text("[ERROR] GE(7,python3):2025-11-10-15:36:33.002.062 [llm_datadist.cc:1]8 Pull: " + body + "\n")
+    started = time.process_time()
+    findings = analyze([str(log)], jobs=1).findings
+    elapsed = time.process_time() - started
+    assert sorted(f.code for f in findings) == sorted(codes)
+    assert {f.line for f in findings} == {1}
+    assert elapsed < 2.0, elapsed

@@ -93,3 +93,71 @@ def test_the_compiled_screen_is_shared_within_a_thread_never_across_threads():
     assert here.db is again.db and there[0].db is not here.db
     line = "LinkLlmClusters remote ip info = 10.1.0.1:26000, cluster_id = 7"
     assert here.find(line, line.encode()) == there[0].find(line, line.encode()) == [("remote_addr", "10.1.0.1:26000")]
+
+
+# -- the compiled core's table (issue #17): the same facts as `find_plainly`, from the same YAML --
+
+LOOK_AROUND = ("(?=", "(?!", "(?<=", "(?<!")
+
+
+def _table():
+    from analyzer.knowledge.rules import RuleSet
+
+    return RuleSet.load().linkfacts
+
+
+def test_the_table_holds_no_look_around():
+    """Rust's regex has none: a boundary is written as an explicit alternative (`(?:[^\\d:]|$)`),
+    so that the core runs every kind and both engines read the same pattern."""
+    for kind in _table().kinds:
+        for pattern in kind.patterns:
+            assert not any(t in pattern.pattern for t in LOOK_AROUND), (kind.id, pattern.pattern)
+
+
+def _core():
+    return pytest.importorskip("ddtriage_core", reason="the compiled core is not installed")
+
+
+def test_the_core_compiles_every_kind():
+    facts = _core().Facts(list(_table().core_table()))
+    assert facts.not_portable == [], "these kinds run in Python only (rewrite the pattern): " + repr(
+        facts.not_portable)
+
+
+def test_a_pattern_the_core_cannot_run_leaves_its_lines_to_python():
+    facts = _core().Facts([("role", ["ole"], [r"(?i)\brole\s*=\s*(?P<value>\w+)(?!\d)"], []),
+                           ("device", ["device_id"], [r"device_id\s*=\s*(?P<value>\d+)"], [])])
+    assert [k for k, _ in facts.not_portable] == ["role"]
+    assert facts.find(b"init role = Prompt, device_id = 3") is None  # Python decides the whole line
+    assert facts.find(b"init device_id = 3") == [("device", "3")]
+    assert facts.find("init device_id = 3 \u00e9".encode()) is None  # not plain ASCII: Python
+    assert facts.find(b"init device_id = 3\r") == [("device", "3")]  # decode() drops a trailing CR
+
+
+PIECES = ["role", "Role", "ole", " = ", "=", ":", " ", ", ", "cluster_id", "local cluster id", "remote cluster",
+          "remote_cluster_id", "remote ip", "remote ip info", "remote engine", "listen", "listen on ",
+          "listen_ip_info", "local ip", "local_ip", "connect to ", "send to ", "req_id", "req id", "req = ",
+          "request id: ", "device_id", "deviceId", "Device:", "LLMRole.", "prompt", "DECODER", "kv_consumer",
+          "\"cluster_id\":", "BlocksCacheKey(cluster_id=", "10.1.0.1", ":26000", "0", "12", "255", ".", "-", "_",
+          "a", "Z", "\t", "\r", "\x00", "\x1b[31m", "\u00e9", "\u0663", "\ufffd", "(", "[", "]"]
+
+
+def test_the_core_equals_find_plainly_on_generated_lines():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    matcher = _table()
+    facts = _core().Facts(list(matcher.core_table()))
+    raw_bytes = st.binary(max_size=6)
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.one_of(st.sampled_from(PIECES).map(str.encode), raw_bytes), max_size=24))
+    def check(parts: list[bytes]) -> None:
+        raw = b"".join(parts).replace(b"\n", b" ")
+        got = facts.find(raw)
+        if got is not None:
+            from analyzer.scan.blocks import decode
+
+            assert got == matcher.find_plainly(decode(raw)), raw
+
+    check()

@@ -327,7 +327,15 @@ def test_every_pattern_is_linear_on_adversarial_lines(unit, filler, tail):
             assert took < bound, f"{name}: {took:.3f} s on {text[:40]!r}"
 
 
-def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path):
+@pytest.mark.parametrize("engine", ["python", "rust"])
+def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path, monkeypatch, engine):
+    """Python's backtracking path times out and disables the rule; under the compiled core the
+    same regex runs in Rust's linear-time engine (issue #17): nothing to disable, same findings."""
+    from analyzer.scan import blocks
+
+    if engine == "rust" and blocks._core is None:
+        pytest.skip("the compiled core is not installed")
+    monkeypatch.setenv("DDTRIAGE_ENGINE", engine)
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "mine.yaml").write_text('''rules:
@@ -348,7 +356,10 @@ def test_catastrophic_user_nearby_regex_is_reported_and_disabled(tmp_path):
     result = ddtriage("scan", log.parent, "--rules", rules, "--format", "json", "--jobs", "1")
     assert time.perf_counter() - start < 15
     assert result.returncode == 1, result.stderr
-    assert b"my-slow-rule" in result.stderr and b"disabled" in result.stderr
+    if engine == "python":
+        assert b"my-slow-rule" in result.stderr and b"disabled" in result.stderr
+    else:
+        assert b"disabled" not in result.stderr
     rules_used = [f["rule"] for f in json.loads(result.stdout)["findings"]]
     assert rules_used == ["wait-timeout-transfer"] * 3  # the next rule took over
 
@@ -458,3 +469,61 @@ def test_a_malformed_version_condition_names_file_rule_and_reason(tmp_path):
     with pytest.raises(RuleError, match=r"gated.yaml: rule link-failed-new-cann: match.versions: cann: "
                                         r"'>=latest' is not a comparison"):
         load_rules(tmp_path)
+
+
+NEARBY_PATTERNS = [r"(?i)connection refused|ECONNREFUSED|errno\s*(?:[:=]\s*)?111\b", r"(a|aa)+$", r"^\w+ \d{2,}",
+                   r"(?i)\blink\b.*\bfail", r"[^\s]+@[^\s]+", r"x{2,3}?y|\Bq", r"(?s)a.b"]
+
+
+def test_the_core_runs_portable_nearby_regexes_with_the_same_answers():
+    """`ddtriage_core.Nearby` equals Python's `regex` search on generated text, or leaves it to Python."""
+    import regex
+
+    core = pytest.importorskip("ddtriage_core", reason="the compiled core is not installed")
+    compiled = [(regex.compile(p), core.Nearby(p)) for p in NEARBY_PATTERNS]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from(["a", "aa", "x", "y", "q", "b", " ", "\n", "\t", "1", "111", "errno", ": ",
+                                     "Connection Refused", "link", "LINK", "fail", "@", "_", "\u00e9", "\x00",
+                                     "\r"]), max_size=30))
+    def check(parts: list[str]) -> None:
+        text = "".join(parts)
+        for python, rust in compiled:
+            got = rust.search(text)
+            assert got is None or got == (python.search(text) is not None), (python.pattern, text)
+
+    check()
+    with pytest.raises(ValueError, match="look-ahead"):
+        core.Nearby(r"refused(?!\d)")
+
+
+def test_a_user_nearby_regex_the_core_cannot_run_is_named_in_a_note(tmp_path, monkeypatch):
+    from analyzer.scan import blocks
+
+    if blocks._core is None:
+        pytest.skip("the compiled core is not installed")
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    (rules_dir / "mine.yaml").write_text('''rules:
+  - id: my-lookahead-rule
+    match:
+      codes: [LLM_WAIT_PROC_TIMEOUT]
+      apis: [PullKvBlocks]
+      nearby: "refused(?!\\\\d)"
+    action: relink
+    remedy: A peer that refuses.
+    examples:
+      match: ["connect refused\\nret = 1343270913"]
+''')
+    log = tmp_path / "app.log"
+    log.write_text("connect refused\n" + FINDING + "\n")
+    results = {}
+    for engine in ("python", "rust"):
+        monkeypatch.setattr(blocks, "ENGINE", engine)
+        from analyzer import analyze
+
+        results[engine] = analyze([str(log)], rules=load_rules(rules_dir), jobs=1)
+    assert [f.rule for f in results["rust"].findings] == [f.rule for f in results["python"].findings] == [
+        "my-lookahead-rule"]
+    notes = [n.reason for n in results["rust"].inputs.notes]
+    assert any("my-lookahead-rule" in n and "timed Python path" in n for n in notes), notes

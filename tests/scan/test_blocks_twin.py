@@ -41,7 +41,7 @@ def run(stream_of, prefilter: Prefilter, engine: str, sink: bool, **kw) -> tuple
     out: list[tuple] = []
     error = None
     try:
-        for c in scan_stream(stream_of(), prefilter, counts, facts=(lambda n, raw: facts.append((n, raw))) if sink else None, engine=engine,
+        for c in scan_stream(stream_of(), prefilter, counts, facts=(lambda n, raw, _found: facts.append((n, raw))) if sink else None, engine=engine,
                              **kw):
             out.append((c.line_no, c.offset, c.raw, c._buf, c._start, c._first_line_no, c.facts_only,
                         c.lookback(), c.raw_before(40), c.raw_after(100), c.raw_since(c.offset - 10)))

@@ -1,0 +1,258 @@
+//! Link facts in the core: `knowledge.linkfacts.LinkFactMatcher.find_plainly` on the bytes of a
+//! line, compiled from the same table (`analyzer/data/linkfacts.yaml`) that Python hands over.
+//!
+//! Generic over the table: one row is (kind, literals, patterns, values), nothing here knows a
+//! kind. A pattern is compiled to Rust's `regex` on bytes with ASCII classes, and only lines of
+//! printable ASCII (and tabs) are answered here: on those, `\d`, `\w`, `\s`, `\b` and `(?i)` mean
+//! the same in Python's `regex` and in Rust's. A pattern Rust cannot compile or might read
+//! otherwise (look-around, possessive repeats, verbose mode, class set operations, ...) makes its
+//! kind Python's: a line holding one of that kind's literals is then handed back whole, so the
+//! answers never differ, only the speed.
+
+use std::collections::HashMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
+use regex::bytes::{Regex, RegexSet};
+
+/// One row of the table, as Python hands it over.
+pub type Row = (String, Vec<String>, Vec<String>, Vec<(String, String)>);
+
+struct Kind {
+    regexes: Vec<(usize, Regex)>,     // (its index in the set, the pattern)
+    values: HashMap<Vec<u8>, String>, // lower-cased printed value -> the normal one
+    portable: bool,
+}
+
+/// The compiled table.
+pub struct FactTable {
+    pub ids: Vec<String>,
+    kinds: Vec<Kind>,
+    ac: Option<AhoCorasick>,
+    lit_kinds: Vec<Vec<usize>>, // per literal (AC pattern id): the kinds that list it
+    set: Option<RegexSet>,      // every portable pattern: one pass says which to run for captures
+    pub not_portable: Vec<(String, String)>, // (kind, why)
+}
+
+/// What the core says of one line.
+pub enum Answer {
+    /// Python decides (a line that is not plain ASCII, or a literal of a kind the core cannot run).
+    Python,
+    /// The facts, in the order of the kinds: (kind index, value).
+    Facts(Vec<(usize, String)>),
+}
+
+/// Why Rust's reading of `pattern` might differ from Python's `regex`, or None when it is the same
+/// on a line of printable ASCII.
+pub fn unportable(pattern: &str) -> Option<&'static str> {
+    // Python folds these to ASCII letters under (?i); on ASCII classes Rust does not.
+    if pattern.contains(['\u{17F}', '\u{212A}', '\u{130}', '\u{131}']) {
+        return Some("a letter that case-folds to ASCII");
+    }
+    for (token, why) in [
+        ("(?=", "look-ahead"),
+        ("(?!", "look-ahead"),
+        ("(?<=", "look-behind"),
+        ("(?<!", "look-behind"),
+        ("(?>", "an atomic group"),
+        ("*+", "a possessive repeat"),
+        ("++", "a possessive repeat"),
+        ("?+", "a possessive repeat"),
+        ("}+", "a possessive repeat"),
+        ("&&", "a class set operation"),
+        ("--", "a class set operation"),
+        ("~~", "a class set operation"),
+        ("[[", "a nested class"),
+        ("(?#", "a comment group"),
+    ] {
+        if pattern.contains(token) {
+            return Some(why);
+        }
+    }
+    // Inline flags: Rust's `x` ignores spaces inside classes, `U` swaps greediness; `u` would
+    // bring back Unicode classes.
+    let bytes = pattern.as_bytes();
+    let mut i = 0;
+    while let Some(at) = pattern[i..].find("(?") {
+        let mut j = i + at + 2;
+        while j < bytes.len() && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'-') {
+            if matches!(bytes[j], b'x' | b'U' | b'u' | b'R') {
+                return Some("an inline flag the core reads otherwise");
+            }
+            j += 1;
+        }
+        i = j;
+    }
+    None
+}
+
+impl FactTable {
+    pub fn new(rows: Vec<Row>) -> Result<FactTable, String> {
+        let mut ids = Vec::new();
+        let mut kinds = Vec::new();
+        let mut not_portable = Vec::new();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut lit_kinds: Vec<Vec<usize>> = Vec::new();
+        for (k, (id, lits, patterns, values)) in rows.into_iter().enumerate() {
+            let mut regexes = Vec::new();
+            let mut portable = true;
+            for p in &patterns {
+                if let Some(why) = unportable(p) {
+                    not_portable.push((id.clone(), format!("pattern {p:?}: {why}")));
+                    portable = false;
+                    break;
+                }
+                match Regex::new(&format!("(?-u){p}")) {
+                    Ok(re) => regexes.push((0, re)),
+                    Err(e) => {
+                        let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
+                        not_portable.push((id.clone(), format!("pattern {p:?}: {first}")));
+                        portable = false;
+                        break;
+                    }
+                }
+            }
+            for lit in lits {
+                let lit = lit.into_bytes();
+                if lit.is_empty() {
+                    return Err(format!("fact {id}: an empty literal"));
+                }
+                match literals.iter().position(|l| *l == lit) {
+                    Some(i) => lit_kinds[i].push(k),
+                    None => {
+                        literals.push(lit);
+                        lit_kinds.push(vec![k]);
+                    }
+                }
+            }
+            if !portable {
+                regexes.clear();
+            }
+            let values = values.into_iter().map(|(a, b)| (a.into_bytes(), b)).collect();
+            ids.push(id);
+            kinds.push(Kind {
+                regexes,
+                values,
+                portable,
+            });
+        }
+        let mut texts = Vec::new();
+        for kind in &mut kinds {
+            for (i, re) in &mut kind.regexes {
+                *i = texts.len();
+                texts.push(re.as_str().to_string());
+            }
+        }
+        let set = if texts.is_empty() {
+            None
+        } else {
+            Some(RegexSet::new(&texts).map_err(|e| e.to_string())?)
+        };
+        // A leftmost-longest match at a start also says every literal that is a prefix of it.
+        let lit_kinds: Vec<Vec<usize>> = literals
+            .iter()
+            .map(|l| {
+                let mut ks: Vec<usize> = (0..literals.len())
+                    .filter(|&j| l.starts_with(&literals[j]))
+                    .flat_map(|j| lit_kinds[j].iter().copied())
+                    .collect();
+                ks.sort_unstable();
+                ks.dedup();
+                ks
+            })
+            .collect();
+        let ac = if literals.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&literals)
+                    .map_err(|e| e.to_string())?,
+            )
+        };
+        Ok(FactTable {
+            ids,
+            kinds,
+            ac,
+            lit_kinds,
+            set,
+            not_portable,
+        })
+    }
+
+    /// The facts of one raw line (no newline), as `find_plainly(decode(raw))` gives them.
+    pub fn find(&self, raw: &[u8]) -> Answer {
+        // decode() drops trailing CRs; anything else but printable ASCII and tabs goes to Python
+        // (NUL padding, colour escapes, other controls, UTF-8 and invalid bytes).
+        let mut end = raw.len();
+        while end > 0 && raw[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let line = &raw[..end];
+        // branch-free, so that it vectorises: a byte outside 0x20..0x7F that is not a tab
+        let odd = line.iter().fold(0u8, |acc, &b| {
+            acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t')) as u8
+        });
+        if odd != 0 {
+            return Answer::Python;
+        }
+        let Some(ac) = &self.ac else {
+            return Answer::Facts(Vec::new());
+        };
+        let mut present = vec![false; self.kinds.len()];
+        // Every start where a literal matches (the search resumes one byte after each match's start).
+        let mut pos = 0;
+        while pos < line.len() {
+            let Some(m) = ac.find(Input::new(line).span(pos..line.len())) else {
+                break;
+            };
+            for &k in &self.lit_kinds[m.pattern().as_usize()] {
+                if !self.kinds[k].portable {
+                    return Answer::Python;
+                }
+                present[k] = true;
+            }
+            pos = m.start() + 1;
+        }
+        let mut out = Vec::new();
+        if !present.contains(&true) {
+            return Answer::Facts(out);
+        }
+        let Some(set) = &self.set else {
+            return Answer::Facts(out);
+        };
+        let matched = set.matches(line);
+        for (k, kind) in self.kinds.iter().enumerate() {
+            if !present[k] {
+                continue;
+            }
+            // FactPattern.find: the first spelling whose `value` (else `ip`:`port`) is not empty.
+            for (i, re) in &kind.regexes {
+                if !matched.matched(*i) {
+                    continue;
+                }
+                let Some(c) = re.captures(line) else { continue };
+                let value: Vec<u8> = match c.name("value") {
+                    Some(v) => v.as_bytes().to_vec(),
+                    None => match (c.name("ip"), c.name("port")) {
+                        (Some(ip), Some(port)) if !ip.is_empty() && !port.is_empty() => {
+                            [ip.as_bytes(), b":", port.as_bytes()].concat()
+                        }
+                        _ => continue,
+                    },
+                };
+                if value.is_empty() {
+                    continue;
+                }
+                let normal = match kind.values.get(&value.to_ascii_lowercase()) {
+                    Some(v) => v.clone(),
+                    // printable ASCII: valid UTF-8
+                    None => String::from_utf8(value).unwrap_or_default(),
+                };
+                out.push((k, normal));
+                break;
+            }
+        }
+        Answer::Facts(out)
+    }
+}
