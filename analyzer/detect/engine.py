@@ -77,10 +77,12 @@ class Engine:
         self.observer = LineObserver(self.linkfacts, self.neighbours, self.rules.recovery)
         # Neighbour errors are reported on their own and link facts come from INFO lines, so both
         # families of literals join the code literals: one prefilter pass still finds them all.
-        # Lines with link-fact or recovery-proof literals only are the second tier: read for their
-        # facts and proofs, cheaply.
-        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals))
-        self._fact_literals = tuple(dict.fromkeys((*self.linkfacts.raw_literals, *self.rules.recovery.raw_literals)))
+        # Lines with link-fact literals only are the second tier: read for their facts, cheaply (under
+        # the core, a fact line without facts never crosses). Proofs of recovery are rare lines
+        # (link successes) read in full, so both engines see every one.
+        self._literals = (*self.matcher.literals, *(lit.encode() for lit in self.neighbours.literals),
+                          *(lit for lit in self.rules.recovery.raw_literals if lit not in self.linkfacts.raw_literals))
+        self._fact_literals = tuple(dict.fromkeys(self.linkfacts.raw_literals))
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
         # Under the core, `nearby` regexes run in Rust's regex where they compile there (issue #17).
