@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from ..core.errors import DDTriageError
-from .base import EXIT_CLEAN, EXIT_FINDINGS, Zone, cli, fail, load_rules, rules_option, warn
+from .base import EXIT_CLEAN, EXIT_FINDINGS, Zone, cli, fail, lang_option, load_rules, rules_option, warn
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -58,10 +58,11 @@ VIEWS = ("live", "lines", EVENTS_FORMAT)
 @click.option("--node", metavar="NAME", help="The node of everything read (watching ~/ascend/log on the node).")
 @click.option("--follow", is_flag=True, help="Follow symlinks that lead out of the folders given.")
 @click.option("--quiet", "-q", is_flag=True, help="No notes on stderr.")
+@lang_option
 @rules_option
 def watch(paths: tuple[str, ...], view: str | None, outputs: tuple[str, ...], state: str | None, poll: bool,
           interval: float, fail_on: str, include: tuple[str, ...], exclude: tuple[str, ...], hidden: bool,
-          tz: tzinfo | None, year: int | None, node: str | None, follow: bool, quiet: bool,
+          tz: tzinfo | None, year: int | None, node: str | None, follow: bool, quiet: bool, lang: str | None,
           rules_dirs: tuple[Path, ...]) -> None:
     """Follow PATHS (folders, files, or - for a stream such as `kubectl logs -f`) as they are
     written: appended lines, new files and folders, rotations, truncations, deletions.
@@ -92,7 +93,7 @@ def watch(paths: tuple[str, ...], view: str | None, outputs: tuple[str, ...], st
         written = (*events, *(r.path for r in finals), *((state,) if state else ()))
         options = Options(selection=selection, year=year, tz=tz, not_these=written, node=node or None,
                           follow=follow)
-        engine = options.engine_factory(load_rules(rules_dirs))()
+        engine = options.engine_factory(load_rules(rules_dirs, lang))()
         follower = Follower(targets, engine, options, state=state)
     except DDTriageError as exc:
         fail(str(exc))

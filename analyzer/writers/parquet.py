@@ -25,7 +25,7 @@ suffix = ".parquet"
 binary = True  # write() takes a binary stream
 
 # Findings per row group: the rows of one group are held as Python values until written, and
-# 65,536 of them cost ~120 MiB more than the JSON writer (review D16); 8,192 keep the peak near it.
+# 65,536 of them cost ~120 MiB more than the JSON writer (review D16); 2,048 keep the peak near it.
 ROW_GROUP = 2048  # findings per row group: bounded memory (pyarrow and pandas alone are ~110 MiB)
 
 

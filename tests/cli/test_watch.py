@@ -188,3 +188,16 @@ def test_the_live_view_lists_the_incidents_most_severe_first(rules):
     ids = [stable_id(i, analysis) for i in analysis.summary.incidents]
     assert [shown.index(i) for i in ids] == sorted(shown.index(i) for i in ids)  # in the report's order
     assert "connection refused (socket)" in shown and shown.rstrip().endswith("finding: the last line")
+
+
+def test_watch_writes_its_final_report_in_the_language_asked_for(tmp_path):
+    """`--lang zh` (issue #20) reaches watch's final reports as it reaches scan's."""
+    from analyzer.cli import cli
+    from click.testing import CliRunner
+
+    report = tmp_path / "final.md"
+    log = (ROOT / "sample_logs" / "decode-node-2" / "vllm_worker.log").read_text()
+    result = CliRunner().invoke(cli, ["watch", "-", "--lang", "zh", "-o", f"markdown:{report}", "--format", "lines",
+                                      "--fail-on", "never", "-q"], input=log)
+    assert result.exit_code == 0, result.output
+    assert "## 事件" in report.read_text(encoding="utf-8")
