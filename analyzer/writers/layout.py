@@ -71,10 +71,10 @@ def wrap(text: str, width: int, indent: str = "", rest: str | None = None) -> li
         return [clip(line, width).replace(NBSP, " ") for line in lines]
     lead = text[:len(text) - len(text.lstrip())]  # ` 1. ...`: the first line keeps its leading spaces
     out, line = [], indent + lead
-    for unit in _UNITS.findall(" ".join(text.split())):
-        if unit.isspace():
+    for unit in _UNITS.findall(text.strip()):
+        if unit.isspace():  # kept as written (a row's aligned columns), dropped where a line breaks
             if line.strip():
-                line += " "
+                line += " " if "\n" in unit else unit
             continue
         if cols(line) + cols(unit) > width and line.strip():
             out.append(line.rstrip())
