@@ -20,7 +20,7 @@ from ..core.observations import VERSION_KINDS, Fact, Observed
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
 from ..inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
-from ..inputs.streams import Reader
+from ..inputs.streams import Reader, reason
 from ..knowledge.catalog import format_code
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
@@ -110,15 +110,7 @@ class Engine:
         raw = cast(BinaryIO, _ReportingReader(opened, self.progress.advance))
         unpacker = Unpacker(self.limits, self.selection, stats.skipped, stats.notes)
         try:
-            leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
-            while True:
-                try:
-                    leaf = next(leaves)
-                except StopIteration:
-                    break
-                except READ_ERRORS as exc:
-                    stats.skipped.append(Skipped(source.name, reason(exc)))
-                    break
+            for leaf in unpacker.readable_leaves(source.name, raw, source.path, source.mtime):
                 hint = year_hint(leaf.name, leaf.mtime, self.year)
                 findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
                                                bundle=source.bundle, sink=sink))
@@ -357,11 +349,6 @@ class _StreamState:
     observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
     # process (pod, container, pid) -> kind -> (value, line)
     recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
-
-
-def reason(exc: BaseException) -> str:
-    """A read error as the short reason a skipped input is listed with."""
-    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
 
 
 def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:

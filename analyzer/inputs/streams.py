@@ -180,3 +180,8 @@ def why(exc: BaseException) -> str:
     """An error as a reason for a report line."""
     text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
     return text.rstrip(".")
+
+
+def reason(exc: BaseException) -> str:
+    """A read error as the short reason a skipped input is listed with."""
+    return (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")

@@ -18,7 +18,7 @@ from .names import printable
 from .own import OWN_REPORT_HEAD, left_out_reason, own_document
 from .readahead import ReadAhead
 from .selection import Selection
-from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, why
+from .streams import PIECE, READ_ERRORS, Budget, Leaf, LimitExceeded, Limits, Reader, SafeStream, reason, why
 
 MAX_DEPTH = 8  # archives nested inside an input: one inside 8 others (level 9) is not walked
 MAX_LAYERS = 3 * (MAX_DEPTH + 1)  # layers of any kind (a compression on each side of an archive, per level)
@@ -39,6 +39,21 @@ class Unpacker:
         self.excluded = 0  # streams left out by --include/--exclude
         self._mtimes: list[float | None] = []
         self._archives = 0  # archives being walked around the current layer (its nesting level)
+
+    def readable_leaves(self, name: str, raw: Reader, path: str | None = None,
+                        mtime: float | None = None) -> Iterator[Leaf]:
+        """`leaves`, until the input breaks: a read error while finding the next leaf (a cut
+        archive, a bad header) ends the input, listed as skipped with its reason."""
+        leaves = self.leaves(name, raw, path, mtime)
+        while True:
+            try:
+                leaf = next(leaves)
+            except StopIteration:
+                return
+            except READ_ERRORS as exc:
+                self.skipped.append(Skipped(name, reason(exc)))
+                return
+            yield leaf
 
     def leaves(self, name: str, raw: Reader, path: str | None = None,
                mtime: float | None = None) -> Iterator[Leaf]:

@@ -148,16 +148,7 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
     literals = raw.get("literals")
     if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
         raise RuleError(f"{where}: `literals` must be a non-empty list of strings")
-    patterns = []
-    for text in raw.get("patterns") or []:
-        try:
-            # `regex`, not `re`: it finds a case-free literal prefix (`(?i)\bremote ...`) by
-            # searching for it, where `re` tries every position (10x slower on these lines).
-            patterns.append(regex.compile(str(text)))
-        except regex.error as exc:
-            raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
-    if not patterns:
-        raise RuleError(f"{where}: needs at least one pattern")
+    patterns = compile_patterns(raw.get("patterns"), where)
     values = raw.get("values") or {}
     if not isinstance(values, dict):
         raise RuleError(f"{where}: `values` must map printed values to normal ones")
@@ -268,11 +259,16 @@ def _value_of(groups: dict[str, str | None]) -> str | None:
     return value
 
 
-
-
-
-
-
-
-
-
+def compile_patterns(texts: object, where: str) -> list[regex.Pattern[str]]:
+    """The `patterns` of a table row (link facts, proofs of recovery), compiled; at least one.
+    `regex`, not `re`: it finds a case-free literal prefix (`(?i)\\bremote ...`) by searching for
+    it, where `re` tries every position (10x slower on these lines)."""
+    patterns = []
+    for text in texts if isinstance(texts, list) else []:
+        try:
+            patterns.append(regex.compile(str(text)))
+        except regex.error as exc:
+            raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
+    if not patterns:
+        raise RuleError(f"{where}: needs at least one pattern")
+    return patterns

@@ -19,6 +19,7 @@ import regex
 from ..core.errors import RuleError
 from ..core.observations import Fact
 from .catalog import ApiTable, Catalog, read_yaml
+from .linkfacts import compile_patterns
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +162,7 @@ def _proof(path: Path, index: int, raw: Any, kinds: set[str]) -> ProofKind:
     literals = raw.get("literals")
     if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and len(x) >= 3 for x in literals):
         raise RuleError(f"{where}: `literals` must be a non-empty list of strings of at least 3 characters")
-    patterns = []
-    for text in raw.get("patterns") or []:
-        try:
-            patterns.append(regex.compile(str(text)))
-        except regex.error as exc:
-            raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
-    if not patterns:
-        raise RuleError(f"{where}: needs at least one pattern")
+    patterns = compile_patterns(raw.get("patterns"), where)
     examples = raw.get("examples") or {}
     match, no_match = examples.get("match") or [], examples.get("no_match") or []
     if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in match):

@@ -24,12 +24,11 @@ from ..core.errors import DDTriageError
 from ..core.headers import parse_header
 from ..core.records import InputStats, Skipped
 from ..core.times import TimeWindow, seconds
-from ..detect.engine import reason
 from ..detect.observer import node_of
 from ..detect.patterns import CodeMatcher
 from ..diagnose.mining import WILD, Miner, NearIncident, Template, level_of, near_incidents
 from ..inputs import READ_ERRORS, Unpacker, iter_sources, layout_of, year_hint
-from ..inputs.streams import Reader
+from ..inputs.streams import Reader, reason
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.rules import BUILTIN_RULES_DIR, RuleSet
 from ..scan.blocks import decode
@@ -137,15 +136,7 @@ class _LineReader:
             return
         unpacker = Unpacker(self.options.limits, self.options.selection, stats.skipped, stats.notes)
         try:
-            leaves = unpacker.leaves(source.name, raw, source.path, source.mtime)
-            while True:
-                try:
-                    leaf = next(leaves)
-                except StopIteration:
-                    break
-                except READ_ERRORS as exc:
-                    stats.skipped.append(Skipped(source.name, reason(exc)))
-                    break
+            for leaf in unpacker.readable_leaves(source.name, raw, source.path, source.mtime):
                 hint = year_hint(leaf.name, leaf.mtime, self.options.year)
                 try:
                     self.leaf(leaf.name, leaf.stream, hint)
