@@ -8,6 +8,7 @@ Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or 
 from __future__ import annotations
 
 import errno
+import gc
 import signal
 import sys
 import traceback
@@ -47,6 +48,9 @@ def main() -> None:
     """Console-script entry point: every way out of the command is mapped to one exit code and at
     most one line on stderr (a traceback only with --debug)."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    # A scan allocates many short-lived tuples and few cycles: collecting the young generation every
+    # 700 allocations (the default) cost a tenth of a sparse scan's CPU, mostly walking the rules.
+    gc.set_threshold(20_000, 50, 100)
     sys.stdout = ClosedStream("output") if sys.stdout is None else PipeGuard(sys.stdout)
     DEBUG["on"] = "--debug" in sys.argv[1:2]
     try:

@@ -15,7 +15,7 @@ from datetime import tzinfo
 from functools import partial
 from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
-from ..core.headers import header_for, record_headers
+from ..core.headers import PLOG_PID_PATTERN, header_for, record_headers
 from ..core.observations import VERSION_KINDS, Fact, Observed
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
@@ -91,7 +91,8 @@ class Engine:
                               ] if compile_nearby is not None else []
         self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
-                                   fact_table=self._fact_table)
+                                   fact_table=self._fact_table, proof_table=self.rules.recovery.core_table(),
+                                   header=PLOG_PID_PATTERN)
         if compile_nearby is not None:  # under the core its table answers the facts of every plain line
             self.linkfacts.use_core(Prefilter((), "find", fact_table=self.linkfacts.core_table()).core_facts())
 
@@ -179,8 +180,9 @@ class Engine:
                 self._prefilters[unwrapper.name] = prefilter
         # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
         facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
+        rows = partial(self.observer.fact_rows, state, self.node) if facts is not None else None
         line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
-        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts):
+        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows):
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)

@@ -119,6 +119,19 @@ class LineObserver:
         if proof:
             self._proof(state, line_no, text, raw, node, process, None, None)
 
+    def fact_rows(self, state: StreamView, default_node: str | None,
+                  rows: tuple[tuple[int, str, list[Fact]], ...]) -> None:
+        """`facts_only` of lines the compiled core answered whole, (line, pid, facts) each: lines
+        that hold facts, are no proof and start with a plog header (its pid)."""
+        layout = state.layout
+        node = node_of(layout, None, layout.pod, default_node)
+        note, recent = state.observed.note_facts, state.recent
+        for line_no, pid, facts in rows:
+            note(node, facts, pid)
+            mine = recent.setdefault(process_of(layout, None, pid), {})
+            for kind, value in facts:
+                mine[kind] = (value, line_no)
+
     def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,
              default_node: str | None) -> tuple[Fact, ...]:

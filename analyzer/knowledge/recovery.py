@@ -71,6 +71,11 @@ class RecoveryTable:
         every = sorted({lit.encode() for p in proofs for lit in p.literals}, key=len, reverse=True)
         self._raw_present = re.compile(b"|".join(map(re.escape, every))) if every else None
 
+    def core_table(self) -> tuple[tuple[str, list[str], list[str]], ...]:
+        """The proofs as the compiled core takes them (`ddtriage_core.Facts(proofs=...)`): per proof
+        its id, literals and pattern texts. The core only tells a line that cannot be a proof."""
+        return tuple((p.id, list(p.literals), [x.pattern for x in p.patterns]) for p in self.proofs)
+
     def maybe_in(self, raw: bytes) -> bool:
         """Whether undecoded bytes hold any proof literal."""
         return self._raw_present is not None and self._raw_present.search(raw) is not None

@@ -152,7 +152,8 @@ class Prefilter:
     their own, far cheaper than a line that may hold a code; a line holding both is a full one."""
 
     def __init__(self, literals: Sequence[bytes], engine: str = "auto", patterns: Sequence[bytes] = (),
-                 fact_literals: Sequence[bytes] = (), fact_table: Sequence[object] = ()):
+                 fact_literals: Sequence[bytes] = (), fact_table: Sequence[object] = (),
+                 proof_table: Sequence[object] | None = None, header: str | None = None):
         self.literals = tuple(dict.fromkeys(literals))
         self.patterns = tuple(dict.fromkeys(patterns))
         self.fact_literals = tuple(lit for lit in dict.fromkeys(fact_literals) if lit not in self.literals)
@@ -172,6 +173,10 @@ class Prefilter:
         # The link-fact table (`LinkFactMatcher.core_table()`): under the core, fact-only lines are
         # matched there and only their facts come back.
         self.fact_table = tuple(fact_table)
+        # With the proofs of recovery and the plog header pattern, the core answers a fact-only
+        # line whole (a row: line, pid, facts) when it cannot be a proof.
+        self.proof_table = None if proof_table is None else tuple(proof_table)
+        self.header = header
         self._facts: object = None  # the core's compiled table, built on first use (False: none)
 
     def __getstate__(self) -> dict[str, object]:
@@ -193,7 +198,13 @@ class Prefilter:
     def core_facts(self) -> object | None:
         """The compiled core's link-fact table, or None without the core or a table."""
         if self._facts is None:
-            self._facts = _core.Facts(list(self.fact_table)) if _core is not None and self.fact_table else False
+            self._facts = False
+            if _core is not None and self.fact_table:
+                proofs = None if self.proof_table is None else list(self.proof_table)
+                try:
+                    self._facts = _core.Facts(list(self.fact_table), proofs, self.header)
+                except ValueError:  # a proof or header the core cannot read: facts only, no rows
+                    self._facts = _core.Facts(list(self.fact_table))
         return self._facts or None
 
     def line_starts(self, buf: bytes, begin: int, end: int) -> list[int]:
@@ -257,16 +268,20 @@ class ScanCounts:
 # (line number, raw line, its facts when the core found them, else None) of a line with fact
 # literals only; under the core a line without facts never reaches it.
 FactSink = Callable[[int, bytes, "list[tuple[str, str]] | None"], None]
+# Fact-only lines the core answered whole, (line number, pid, facts) each: no proof of recovery,
+# some facts, a plog header.
+RowSink = Callable[[tuple[tuple[int, str, list[tuple[str, str]]], ...]], None]
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
                 max_line: int | None = None, history: bytes = b"", facts: FactSink | None = None,
-                engine: str | None = None) -> Iterator[Candidate]:
+                engine: str | None = None, fact_rows: RowSink | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
     byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
-    there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded.
+    there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded;
+    with `fact_rows` too, the compiled core hands those it answered whole there, in runs.
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
     error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
     process's `ENGINE`); both give the same candidates, counts and errors. `max_line`: MAX_LINE.
@@ -278,7 +293,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         matcher = prefilter.core()
         if matcher is not None:
             table = prefilter.core_facts() if facts is not None else None
-            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table)
+            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table,
+                                  fact_rows if facts is not None else None)
             return
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
@@ -328,14 +344,16 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
 
 
 def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,
-               history: bytes, facts: FactSink | None, table: object | None = None) -> Iterator[Candidate]:
+               history: bytes, facts: FactSink | None, table: object | None = None,
+               fact_rows: RowSink | None = None) -> Iterator[Candidate]:
     """`scan_stream` on the compiled core: the rest of a plain file is read by the core itself,
     any other stream is read here and handed over in blocks. Per block the core returns the
     buffer and the candidate lines only; the counts move at the same points as in the loop above.
     With the link-fact `table` (and a `facts` sink), the core matches fact-only lines itself:
-    only those with facts come back, with their facts."""
+    only those with facts come back, with their facts; with `fact_rows`, those it answered whole
+    come back as runs of rows."""
     assert _core is not None
-    scan = _core.Scan(matcher, block_size, max_line, history, facts=table)
+    scan = _core.Scan(matcher, block_size, max_line, history, facts=table, rows=fact_rows is not None)
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
     failure: BaseException | None = None
@@ -359,9 +377,12 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
         counts.bytes += nbytes
         counts.lines += lines_before
         for number, offset, start, raw, facts_only in cands:
-            if facts_only is not False:  # True: a fact-only line; a list: its facts, found by the core
+            if facts_only is not False:  # True: a fact-only line; a list: its facts; a tuple: rows
                 if facts is not None:
-                    facts(number, raw, None if facts_only is True else facts_only)
+                    if facts_only.__class__ is tuple:
+                        fact_rows(facts_only)  # type: ignore[misc]  # rows come only with a row sink
+                    else:
+                        facts(number, raw, None if facts_only is True else facts_only)
                     continue
                 yield Candidate(number, offset, raw, buf, start, first_line_no, True)
             else:

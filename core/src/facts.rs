@@ -184,11 +184,7 @@ impl FactTable {
     pub fn find(&self, raw: &[u8]) -> Answer {
         // decode() drops trailing CRs; anything else but printable ASCII and tabs goes to Python
         // (NUL padding, colour escapes, other controls, UTF-8 and invalid bytes).
-        let mut end = raw.len();
-        while end > 0 && raw[end - 1] == b'\r' {
-            end -= 1;
-        }
-        let line = &raw[..end];
+        let line = without_cr(raw);
         // branch-free, so that it vectorises: a byte outside 0x20..0x7F that is not a tab
         let odd = line.iter().fold(0u8, |acc, &b| {
             acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t')) as u8
@@ -254,5 +250,121 @@ impl FactTable {
             }
         }
         Answer::Facts(out)
+    }
+}
+
+/// The line as `decode` leaves it when it is plain ASCII: without its trailing CRs.
+pub fn without_cr(raw: &[u8]) -> &[u8] {
+    let mut end = raw.len();
+    while end > 0 && raw[end - 1] == b'\r' {
+        end -= 1;
+    }
+    &raw[..end]
+}
+
+/// One proof of recovery, as Python hands it over: (id, literals, patterns).
+pub type ProofRow = (String, Vec<String>, Vec<String>);
+
+struct Proof {
+    regexes: Vec<Regex>,
+    portable: bool,
+}
+
+/// The proofs of `recovery.yaml` (`RecoveryTable.core_table()`): only asked whether a line may be
+/// one. A line that holds no proof's literal, or holds some but matches none of those proofs'
+/// patterns, is no proof (`RecoveryTable.find` says None); any other line is Python's.
+pub struct ProofTable {
+    proofs: Vec<Proof>,
+    ac: Option<AhoCorasick>,
+    lit_proofs: Vec<Vec<usize>>, // per literal: the proofs that list it
+}
+
+impl ProofTable {
+    pub fn new(rows: Vec<ProofRow>) -> Result<ProofTable, String> {
+        let mut proofs = Vec::new();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut lit_proofs: Vec<Vec<usize>> = Vec::new();
+        for (k, (id, lits, patterns)) in rows.into_iter().enumerate() {
+            let mut regexes = Vec::new();
+            let mut portable = true;
+            for p in &patterns {
+                let compiled = match unportable(p) {
+                    Some(_) => None,
+                    None => Regex::new(&format!("(?-u){p}")).ok(),
+                };
+                match compiled {
+                    Some(re) => regexes.push(re),
+                    None => {
+                        portable = false;
+                        regexes.clear();
+                        break;
+                    }
+                }
+            }
+            for lit in lits {
+                let lit = lit.into_bytes();
+                if lit.is_empty() {
+                    return Err(format!("proof {id}: an empty literal"));
+                }
+                match literals.iter().position(|l| *l == lit) {
+                    Some(i) => lit_proofs[i].push(k),
+                    None => {
+                        literals.push(lit);
+                        lit_proofs.push(vec![k]);
+                    }
+                }
+            }
+            proofs.push(Proof { regexes, portable });
+        }
+        // Overlapping matches: every literal present is seen, whichever starts first.
+        let ac = if literals.is_empty() {
+            None
+        } else {
+            Some(AhoCorasick::new(&literals).map_err(|e| e.to_string())?)
+        };
+        Ok(ProofTable { proofs, ac, lit_proofs })
+    }
+
+    /// Whether the line (printable ASCII, no CR at the end: what `FactTable::find` answered) may
+    /// be a proof: false only when `RecoveryTable.find` would say None.
+    pub fn maybe(&self, line: &[u8]) -> bool {
+        let Some(ac) = &self.ac else { return false };
+        let mut present = vec![false; self.proofs.len()];
+        let mut any = false;
+        for m in ac.find_overlapping_iter(line) {
+            for &k in &self.lit_proofs[m.pattern().as_usize()] {
+                present[k] = true;
+                any = true;
+            }
+        }
+        any && self
+            .proofs
+            .iter()
+            .zip(present)
+            .any(|(p, here)| here && (!p.portable || p.regexes.iter().any(|re| re.is_match(line))))
+    }
+}
+
+/// The process id of a plog header at the start of a line (`core.headers.header_pid` where the
+/// plog header matches): the pattern Python hands over, anchored after leading blanks.
+pub struct PidHeader {
+    re: Regex,
+}
+
+impl PidHeader {
+    pub fn new(pattern: &str) -> Result<PidHeader, String> {
+        if let Some(why) = unportable(pattern) {
+            return Err(format!("the header pattern: {why}"));
+        }
+        let re = Regex::new(&format!("(?-u)^[ \t]*(?:{pattern})")).map_err(|e| e.to_string())?;
+        if re.capture_names().all(|n| n != Some("pid")) {
+            return Err("the header pattern has no `pid` group".into());
+        }
+        Ok(PidHeader { re })
+    }
+
+    /// The pid, or None when the line has no plog header (Python then tries the other headers).
+    pub fn pid<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        self.re.captures(line).and_then(|c| c.name("pid")).map(|m| m.as_bytes())
     }
 }

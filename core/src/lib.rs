@@ -26,7 +26,7 @@ use regex::bytes::Regex;
 
 mod facts;
 mod prefilter;
-use facts::{Answer, FactTable};
+use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
 use prefilter::{Core, Line};
 
 const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
@@ -156,7 +156,7 @@ struct Out<'py> {
     buf: Option<Bound<'py, PyBytes>>,
     first_line_no: i64,
     cands: Vec<(i64, i64, usize, usize, bool)>,
-    answers: Vec<Option<Answer>>, // per candidate with the fact table: the facts of a fact-only line
+    answers: Vec<Tier>, // per candidate with the fact table: what became of a fact-only line
     lines_after: u64,
     done: bool,
 }
@@ -178,10 +178,23 @@ impl Out<'_> {
     }
 }
 
+/// What the core made of one candidate line, with the fact table.
+enum Tier {
+    /// A full candidate, or a fact-only line Python reads whole.
+    Plain,
+    /// A fact-only line with these facts (perhaps none): Python notes them and tells whether it
+    /// is a proof of recovery, or finds its pid.
+    Facts(Vec<(usize, String)>),
+    /// A fact-only line answered whole: no proof, these facts (some), logged by this pid.
+    Row(Vec<u8>, Vec<(usize, String)>),
+}
+
 #[pyclass(module = "ddtriage_core")]
 struct Scan {
     core: Arc<Core>,
     facts: Option<Arc<FactTable>>, // fact-only lines are answered here; those without facts dropped
+    proofs: Option<Arc<ProofTable>>, // a fact-only line that may be a proof goes to Python
+    header: Option<Arc<PidHeader>>, // with `rows`: fact-only lines come back as rows (pid, facts)
     block_size: usize,
     max_line: usize,
     name: String,
@@ -334,16 +347,31 @@ impl Scan {
             return;
         }
         let cands = std::mem::take(&mut out.cands);
+        let (proofs, header) = (self.proofs.as_deref(), self.header.as_deref());
         let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
             cands
                 .into_iter()
                 .filter_map(|c| {
                     if !c.4 {
-                        return Some((c, None));
+                        return Some((c, Tier::Plain));
                     }
-                    match table.find(&data[c.2..c.3]) {
-                        Answer::Facts(f) if f.is_empty() => None,
-                        a => Some((c, Some(a))),
+                    let raw = &data[c.2..c.3];
+                    let Answer::Facts(found) = table.find(raw) else {
+                        return Some((c, Tier::Plain));
+                    };
+                    // What `LineObserver.facts_only` does with the line: a possible proof is
+                    // Python's to tell; else a line without facts is nothing, and one with facts
+                    // and a plog header is a row.
+                    let line = without_cr(raw);
+                    if proofs.is_some_and(|p| p.maybe(line)) {
+                        return Some((c, Tier::Facts(found)));
+                    }
+                    if found.is_empty() {
+                        return None;
+                    }
+                    match header.and_then(|h| h.pid(line)) {
+                        Some(pid) => Some((c, Tier::Row(pid.to_vec(), found))),
+                        None => Some((c, Tier::Facts(found))),
                     }
                 })
                 .unzip()
@@ -389,20 +417,41 @@ impl Scan {
         let cands = PyList::empty(py);
         if let Some(buf) = &out.buf {
             let data = buf.as_bytes();
-            for (i, &(n, off, start, stop, facts_only)) in out.cands.iter().enumerate() {
-                let raw = PyBytes::new(py, &data[start..stop]);
-                // False: a full candidate; True: a fact-only line Python reads; a list: its facts
-                let tier: Bound<'py, PyAny> = match (out.answers.get(i), &self.facts) {
-                    (Some(Some(Answer::Facts(found))), Some(table)) => {
-                        let list = PyList::empty(py);
-                        for (k, value) in found {
-                            list.append((PyString::intern(py, &table.ids[*k]), value))?;
-                        }
-                        list.into_any()
+            let facts_of = |found: &[(usize, String)]| -> PyResult<Bound<'py, PyList>> {
+                let list = PyList::empty(py);
+                if let Some(table) = &self.facts {
+                    for (k, value) in found {
+                        list.append((PyString::intern(py, &table.ids[*k]), value))?;
                     }
+                }
+                Ok(list)
+            };
+            // Consecutive rows cross as one entry: (last line, its offset, its start, b"", a tuple
+            // of (line, pid, facts)).
+            let mut rows: Vec<Bound<'py, PyTuple>> = Vec::new();
+            let mut last = (0i64, 0i64, 0usize);
+            for (i, &(n, off, start, stop, facts_only)) in out.cands.iter().enumerate() {
+                // False: a full candidate; True: a fact-only line Python reads; a list: its facts
+                let tier: Bound<'py, PyAny> = match out.answers.get(i) {
+                    Some(Tier::Row(pid, found)) => {
+                        let pid = std::str::from_utf8(pid).unwrap_or_default();
+                        rows.push((n, pid, facts_of(found)?).into_pyobject(py)?);
+                        last = (n, off, start);
+                        continue;
+                    }
+                    Some(Tier::Facts(found)) => facts_of(found)?.into_any(),
                     _ => PyBool::new(py, facts_only).to_owned().into_any(),
                 };
+                if !rows.is_empty() {
+                    let run = PyTuple::new(py, std::mem::take(&mut rows))?;
+                    cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), run))?;
+                }
+                let raw = PyBytes::new(py, &data[start..stop]);
                 cands.append((n, off, start, raw, tier))?;
+            }
+            if !rows.is_empty() {
+                let run = PyTuple::new(py, rows)?;
+                cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), run))?;
             }
         }
         let buf: Bound<'py, PyAny> = match out.buf {
@@ -488,7 +537,7 @@ unsafe extern "C" {
 #[pymethods]
 impl Scan {
     #[new]
-    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None))]
+    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None, rows = false))]
     fn new(
         matcher: &Matcher,
         block_size: usize,
@@ -496,6 +545,7 @@ impl Scan {
         history: &[u8],
         name: String,
         facts: Option<&Facts>,
+        rows: bool,
     ) -> PyResult<Self> {
         if block_size == 0 {
             return Err(PyValueError::new_err("block_size must be positive"));
@@ -503,6 +553,8 @@ impl Scan {
         Ok(Scan {
             core: matcher.core.clone(),
             facts: facts.map(|f| f.table.clone()),
+            proofs: facts.and_then(|f| f.proofs.clone()),
+            header: facts.and_then(|f| f.header.clone()).filter(|_| rows),
             block_size,
             max_line,
             name,
@@ -633,20 +685,53 @@ impl Scan {
 
 /// The link-fact table (`LinkFactMatcher.core_table()`), compiled once; `Scan(facts=...)` answers
 /// fact-only lines with it.
+///
+/// With the proofs of recovery (`RecoveryTable.core_table()`), a fact-only line that may be a proof
+/// is handed to Python even without facts. With the plog header pattern too (`core.headers.
+/// PLOG_PID_PATTERN`), `Scan(rows=True)` answers the other fact-only lines whole: a row of (line,
+/// pid, facts) that Python only notes.
 #[pyclass(frozen, module = "ddtriage_core")]
 struct Facts {
     table: Arc<FactTable>,
+    proofs: Option<Arc<ProofTable>>,
+    header: Option<Arc<PidHeader>>,
 }
 
 #[pymethods]
 impl Facts {
     #[new]
-    fn new(rows: Vec<facts::Row>) -> PyResult<Self> {
+    #[pyo3(signature = (rows, proofs = None, header = None))]
+    fn new(rows: Vec<facts::Row>, proofs: Option<Vec<facts::ProofRow>>, header: Option<String>) -> PyResult<Self> {
         install_hook();
-        let table = guarded("the link-fact table", || {
-            FactTable::new(rows).map_err(PyValueError::new_err)
-        })?;
-        Ok(Facts { table: Arc::new(table) })
+        guarded("the link-fact table", || {
+            let table = FactTable::new(rows).map_err(PyValueError::new_err)?;
+            let proofs = match proofs {
+                Some(p) => Some(Arc::new(ProofTable::new(p).map_err(PyValueError::new_err)?)),
+                None => None,
+            };
+            let header = match (&proofs, header) {
+                (Some(_), Some(h)) => Some(Arc::new(PidHeader::new(&h).map_err(PyValueError::new_err)?)),
+                _ => None,
+            };
+            Ok(Facts {
+                table: Arc::new(table),
+                proofs,
+                header,
+            })
+        })
+    }
+
+    /// Whether a (printable ASCII) line may be a proof of recovery (the twin tests ask).
+    fn maybe_proof(&self, raw: &[u8]) -> bool {
+        self.proofs.as_ref().is_some_and(|p| p.maybe(without_cr(raw)))
+    }
+
+    /// The pid of a line's plog header, or None (the twin tests ask).
+    fn header_pid(&self, raw: &[u8]) -> Option<String> {
+        let header = self.header.as_ref()?;
+        header
+            .pid(without_cr(raw))
+            .map(|p| String::from_utf8_lossy(p).into_owned())
     }
 
     /// The facts of one raw line, or None when Python must decide (the twin tests ask).

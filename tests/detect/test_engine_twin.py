@@ -18,7 +18,8 @@ pytestmark = pytest.mark.skipif(not HAVE_CORE, reason="the compiled core (ddtria
                                 "`make install` or `pip install ./core` builds it")
 
 ROOT = Path(__file__).resolve().parents[2]
-CORPORA = ["sample_logs", "tests/data/envelopes", "tests/data/fleets", "tests/data/unseen", "tests/data/baseline"]
+CORPORA = ["sample_logs", "tests/data/envelopes", "tests/data/fleets", "tests/data/unseen", "tests/data/baseline",
+           "tests/data/twin"]
 
 
 def _report(paths: list[str], engine: str, monkeypatch: pytest.MonkeyPatch, jobs: int = 1) -> str:
@@ -34,6 +35,23 @@ def test_every_corpus_gives_the_same_report(corpus: str, monkeypatch: pytest.Mon
     python = _report([str(path)], "python", monkeypatch)
     assert python == _report([str(path)], "rust", monkeypatch)
     assert '"findings"' in python
+
+
+def test_fact_only_lines_answered_by_the_core_are_noted_as_python_notes_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/data/twin/fact_lines.log (written by hand): fact-only lines the core answers whole (two
+    processes, a CRLF, leading blanks), proofs of recovery among them (one holding no fact at all),
+    lines without a plog header, with colour, non-ASCII or a NUL (Python's)."""
+    import json
+
+    log = str(ROOT / "tests/data/twin/fact_lines.log")
+    python = _report([log], "python", monkeypatch)
+    assert python == _report([log], "rust", monkeypatch)
+    report = json.loads(python)
+    # the three success lines are proofs; the one that names no fact was once dropped by the core
+    assert sorted(p["line"] for p in report["proofs"]) == [6, 7, 17]
+    (node,) = report["links"]
+    assert node["remote_clusters"] == ["2", "3", "4"]
+    assert {c["cluster_id"] for c in node["clusters"]} >= {"5", "10", "11", "12", "13", "14", "15"}
 
 
 @pytest.fixture(scope="module")

@@ -71,3 +71,40 @@ def test_a_malformed_table_is_one_located_error(tmp_path: Path, yaml: str, reaso
     with pytest.raises(RuleError) as err:
         RecoveryTable.load(path, rules.catalog, rules.apis)
     assert str(err.value).startswith(str(path)) and reason in str(err.value)
+
+
+# -- the compiled core's screen (issue #17): a line it calls no proof is none ------------------------
+
+PROOF_PIECES = ["link cluster", "link clusters success", "link_clusters success", "link success", " success",
+                "Successfully build link", " with cluster", "connect to remote engine ", "10.3.0.5:27000",
+                "rets", "rets=[", "<LLMStatusCode.LLM_SUCCESS: 0>", "LLM_SUCCESS", "0", ", ", "]", "LinkClusters",
+                "link_clusters", "PullKvBlocks", "pull_blocks", "Blocks success", "Cache success", "PullKvCache",
+                " 2", " ", "LINK", "Link", "_", "\t", "\r", "\u00e9", "\x1b[0m"]
+
+
+def _core_screen(rules):
+    core = pytest.importorskip("ddtriage_core", reason="the compiled core is not installed")
+    return core.Facts(list(rules.linkfacts.core_table()), list(rules.recovery.core_table()), None)
+
+
+@pytest.mark.parametrize("proof,line,peer", EXAMPLES, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(EXAMPLES)])
+def test_the_core_never_screens_out_an_example(rules, proof: str, line: str, peer: str) -> None:
+    assert _core_screen(rules).maybe_proof(line.encode())
+
+
+def test_the_core_screen_agrees_with_find_on_generated_lines(rules) -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    screen = _core_screen(rules)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.one_of(st.sampled_from(PROOF_PIECES), st.text(max_size=4)), max_size=16))
+    def check(parts: list[str]) -> None:
+        line = "".join(parts).replace("\n", " ")
+        raw = line.encode("utf-8", "surrogatepass")
+        plain = all(0x20 <= b < 0x7F or b == 9 for b in raw.rstrip(b"\r"))
+        if plain and not screen.maybe_proof(raw):  # the core is asked only about plain ASCII lines
+            assert rules.recovery.find(line.rstrip("\r")) is None, line
+
+    check()
