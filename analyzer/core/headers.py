@@ -79,10 +79,17 @@ _MINDIE = re.compile(
 _PYLOG = re.compile(r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d+))?")
 
 _PLOG_ANYWHERE = re.compile(_PLOG.pattern)
-# The plog grammar for Rust's regex (the compiled core reads the pid of a fact line with it): its
-# possessive repeats made greedy. Each is followed by what its class cannot match, so no match and
-# no pid changes; Python keeps them, to stay linear where a flattened header is cut short.
-PLOG_PID_PATTERN = re.sub(r"(?<=[*+}])\+", "", _PLOG.pattern)
+
+
+def without_possessives(pattern: str) -> str:
+    """`pattern` for Rust's regex, which has no possessive repeats: each made greedy. Only for a
+    pattern where each is followed by what its class cannot match (then no match changes; Python
+    keeps them, to stay linear where a line is cut short)."""
+    return re.sub(r"(?<=[*+}])\+", "", pattern)
+
+
+# The plog grammar as the compiled core reads the pid of a fact line with it.
+PLOG_PID_PATTERN = without_possessives(_PLOG.pattern)
 
 
 def _iso(date: str, time: str, frac: str | None) -> str:

@@ -26,7 +26,16 @@ from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.families import NeighbourMatcher
 from ..knowledge.rules import RuleMatch, RuleSet
 from ..knowledge.versions import Versions
-from ..scan.blocks import HISTORY_BYTES, Candidate, Prefilter, ScanCounts, core_nearby, decode, scan_stream
+from ..scan.blocks import (
+    HISTORY_BYTES,
+    Candidate,
+    Prefilter,
+    ScanCounts,
+    core_codes,
+    core_nearby,
+    decode,
+    scan_stream,
+)
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
 from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
@@ -95,6 +104,7 @@ class Engine:
                                    header=PLOG_PID_PATTERN)
         if compile_nearby is not None:  # under the core its table answers the facts of every plain line
             self.linkfacts.use_core(Prefilter((), "find", fact_table=self.linkfacts.core_table()).core_facts())
+            self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:

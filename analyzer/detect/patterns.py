@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import regex
 
+from ..core.headers import without_possessives
 from ..core.records import CodeHit
 from ..knowledge.catalog import Catalog
 
 GENERIC_FAILED = 0xFFFFFFFF
+FORMS = ("hex", "decimal", "name", "repr", "text", "generic")  # the compiled core names a form by its index
 
 _Match = tuple[int, int, int, str]  # (code value, start, end, form)
 
@@ -69,9 +72,34 @@ class CodeMatcher:
         # The alternation is slow; run it only when a line holds the longest word of some text.
         self._standalone_anchors = tuple({max(t.split(), key=len) for t in standalone})
         self.literals = BASE_LITERALS + tuple(t.encode() for t in standalone)
+        self._standalone_values = [(t, texts[t]) for t in standalone]
+        self._core: Any = None
+
+    def core_spec(self) -> tuple[Any, ...]:
+        """What the compiled core's `Codes` is built from: the catalog's names, the family, the plog
+        texts, and the context patterns in Rust's syntax (possessive repeats made greedy: each is
+        followed by what its class cannot match; `x` dropped: the patterns hold no blank or `#`)."""
+        errno = without_possessives(self._errno_text.pattern) if self._errno_text is not None else None
+        family = (self.catalog.family_base, self.catalog.family_size)
+        return (sorted(self.names.items()), family, errno, sorted(self._text_values.items()),
+                self._standalone_values, _DECIMAL_CONTEXT.pattern.replace("(?ix)", "(?i)", 1),
+                _IN_RESULT_LIST.pattern)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_core"] = None  # the core's forms do not pickle: a worker's engine hands over its own
+        return state
+
+    def use_core(self, codes: Any) -> None:
+        """Find the hits of plain ASCII lines with the compiled core's `Codes` (the same hits)."""
+        self._core = codes
 
     def find(self, line: str) -> list[CodeHit]:
         """All code hits on one line, deduplicated by value (first occurrence wins)."""
+        if self._core is not None:
+            found = self._core.find(line)
+            if found is not None:
+                return [CodeHit(v, s, e, FORMS[f], inside) for v, s, e, f, inside in found]
         hits: dict[int, CodeHit] = {}
         lists = _may_hold_result_list(line)
         for value, start, end, form in self._matches(line):

@@ -73,6 +73,17 @@ def core_nearby() -> Callable[[str], object] | None:
     return _core.Nearby if ENGINE == "rust" and _core is not None else None
 
 
+def core_codes(spec: Sequence[object]) -> object | None:
+    """The compiled core's code forms (`ddtriage_core.Codes`, from `CodeMatcher.core_spec()`) when
+    the core scans in this process and reads the patterns alike, else None."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "Codes"):
+        return None
+    try:
+        return _core.Codes(*spec)
+    except ValueError:  # a catalog text or context pattern Rust's regex cannot read: Python's forms
+        return None
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")

@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
 
+mod codes;
 mod facts;
 mod prefilter;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
@@ -788,6 +789,49 @@ impl Nearby {
     }
 }
 
+/// The code forms of `detect.patterns.CodeMatcher` (see `codes.rs`), from the catalog's data and
+/// the context patterns Python hands over.
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Codes {
+    codes: codes::Codes,
+}
+
+#[pymethods]
+impl Codes {
+    #[new]
+    #[pyo3(signature = (names, family, errno_pattern, errno_values, standalone, context, result_list))]
+    fn new(
+        names: Vec<(String, u32)>,
+        family: (u32, u32),
+        errno_pattern: Option<String>,
+        errno_values: Vec<(String, u32)>,
+        standalone: Vec<(String, u32)>,
+        context: String,
+        result_list: String,
+    ) -> PyResult<Self> {
+        install_hook();
+        let spec = codes::Spec {
+            names,
+            family,
+            errno_pattern,
+            errno_values,
+            standalone,
+            context,
+            result_list,
+        };
+        let codes = guarded("the code forms", || {
+            codes::Codes::new(spec).map_err(PyValueError::new_err)
+        })?;
+        Ok(Codes { codes })
+    }
+
+    /// The hits on one line as (value, start, end, form index, in a result list), or None when
+    /// the line is not printable ASCII (Python's then).
+    fn find(&self, line: &str) -> PyResult<Option<Vec<codes::Hit>>> {
+        guarded("a line", || Ok(self.codes.find(line.as_bytes())))
+    }
+}
+
 /// Line ends of `data` counted (a helper for tests and the bench).
 #[pyfunction]
 fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
@@ -802,6 +846,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scan>()?;
     m.add_class::<Facts>()?;
     m.add_class::<Nearby>()?;
+    m.add_class::<Codes>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     Ok(())
 }

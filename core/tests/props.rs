@@ -3,6 +3,9 @@
 //! a literal is shorter than 3 bytes), and the link-fact table answers any line without a panic.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
+#[path = "../src/codes.rs"]
+#[allow(dead_code)]
+mod codes;
 #[path = "../src/facts.rs"]
 #[allow(dead_code)]
 mod facts;
@@ -99,6 +102,26 @@ proptest! {
         if let facts::Answer::Facts(found) = table.find(&data) {
             for (_, value) in found {
                 prop_assert!(!value.is_empty() && value.is_ascii());
+            }
+        }
+    }
+
+    #[test]
+    fn the_code_forms_answer_any_line(data in bytes_like_logs()) {
+        let forms = codes::Codes::new(codes::Spec {
+            names: vec![("LLM_LINK_FAILED".into(), 0x5010_B009)],
+            family: (0x5010_B000, 256),
+            errno_pattern: Some(r"ErrorNo\s*:\s*-?\d*\s*\((link failed!)\)".into()),
+            errno_values: vec![("link failed!".into(), 0x5010_B009)],
+            standalone: vec![("link failed!".into(), 0x5010_B009)],
+            context: r"(?i)(?:ret\s*=?\s*|code)$".into(),
+            result_list: r"(?i)rets\s*=\s*\[[^\])]*$".into(),
+        }).unwrap();
+        // every line is answered (plain ASCII) or left to Python, and hits lie inside the line
+        let line: Vec<u8> = data.iter().copied().filter(|&b| b != b'\n').collect();
+        if let Some(hits) = forms.find(&line) {
+            for (_, start, end, form, _) in hits {
+                prop_assert!(start < end && end <= line.len() && form <= codes::GENERIC);
             }
         }
     }

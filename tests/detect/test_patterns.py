@@ -89,3 +89,54 @@ def test_result_list_membership(matcher):
 ])
 def test_llm_failed_as_minus_one(matcher, line, found):
     assert (codes(matcher, line) == ["0xFFFFFFFF"]) == found
+
+
+# -- the compiled core's forms (issue #17): the same hits as Python's, line for line ----------------
+
+def _core_matcher(rules):
+
+    core = pytest.importorskip("ddtriage_core", reason="the compiled core is not installed")
+    python, rust = CodeMatcher(rules.catalog), CodeMatcher(rules.catalog)
+    rust.use_core(core.Codes(*rust.core_spec()))
+    assert rust._core is not None  # the core read every pattern
+    return python, rust
+
+
+def _hits(matcher, line):
+    return [(h.value, h.start, h.end, h.form, h.in_cluster_results) for h in matcher.find(line)]
+
+
+CORE_PIECES = ["0x5010B009", "0X5010b01b", "0x5010B0", "5010b009", "5010B01A", "1343270921", "1343270913",
+               "134327", "1343279999", "4294967295", "-1", "ffffffff", "FFFFFFFF", "LLM_LINK_FAILED", "LLM_",
+               "LLM_SUCCESS", "LLM_WAIT_PROCESS_TIMEOUT", "<LLMStatusCode.", "LLMStatusCode.", ": ", "=", " = ",
+               "ret", "rets=[", "results: (", "status", "error code is ", "ErrorNo: ", "ErrorNo:-1(", ")", "]",
+               "(", "[", ", ", " ", ".", ".5", "-", "_", "U", "UL", "ull", "LU", "l", "x", "a", "Z", "0", "9",
+               "request wait to be processed timeout!", "kv cache not exit!", "Process timeout.", "code", "is"]
+
+
+@pytest.mark.parametrize("line", [line for line, _ in FOUND] + list(NOT_FOUND))
+def test_the_core_finds_every_form_alike(rules, line):
+    python, rust = _core_matcher(rules)
+    assert _hits(rust, line) == _hits(python, line)
+
+
+def test_the_core_equals_python_on_generated_lines(rules):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    python, rust = _core_matcher(rules)
+
+    @settings(max_examples=600, deadline=None)
+    @given(st.lists(st.one_of(st.sampled_from(CORE_PIECES), st.text(max_size=3)), max_size=24))
+    def check(parts):
+        line = "".join(parts)
+        assert _hits(rust, line) == _hits(python, line), line
+
+    check()
+
+
+def test_the_core_leaves_other_lines_to_python(rules):
+    _, rust = _core_matcher(rules)
+    assert rust._core.find("ret = 1343270921 \u00e9") is None  # not plain ASCII
+    assert rust._core.find("ret = 1343270921\x00") is None
+    assert rust._core.find("ret = 1343270921") == [(0x5010B009, 6, 16, 1, False)]
