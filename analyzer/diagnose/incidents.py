@@ -230,24 +230,30 @@ def _continue_storms(groups: list[_Group], bursts: Sequence[Burst]) -> list[_Gro
     already failed against (the pulls that fail with LLM_NOT_YET_LINK after the link to that peer
     failed)."""
     out: list[_Group] = []
+    # Per group kept: its fingerprints, the addresses its bursts name and its nodes, kept up to date
+    # as groups join it (recomputing them for every pair made a fleet of many groups quadratic).
+    seen: dict[int, tuple[set[str], set[str], set[str]]] = {}
     for g in groups:
         fps = {fp for i in g.bursts for fp in bursts[i].fingerprints}
         nodes = {_node(bursts[i].node) for i in g.bursts}
-        peers = {p for i in g.bursts for p in bursts[i].peers if any(p)}
+        addrs = {a for i in g.bursts for _, a in bursts[i].peers if a}
         for h in reversed(out):
-            h_fps = {fp for i in h.bursts for fp in bursts[i].fingerprints}
-            h_peers = {p for i in h.bursts for p in bursts[i].peers if any(p)}
+            if g.t0 - h.t1 > STORM_SECONDS:
+                continue
+            h_fps, h_addrs, h_nodes = seen[id(h)]
             same_failure = bool(fps) and fps <= h_fps
-            addrs, h_addrs = {a for _, a in peers if a}, {a for _, a in h_peers if a}
             same_peer = bool(addrs) and addrs <= h_addrs and g.t0 - h.t1 <= FOLLOW_SECONDS
-            if ((same_failure or same_peer) and nodes <= {_node(bursts[i].node) for i in h.bursts}
-                    and g.t0 - h.t1 <= STORM_SECONDS):
+            if (same_failure or same_peer) and nodes <= h_nodes:
                 h.bursts += g.bursts
                 h.related += g.related
                 h.t1 = max(h.t1, g.t1)
+                h_fps |= fps
+                h_addrs |= addrs
+                h_nodes |= nodes
                 break
         else:
             out.append(g)
+            seen[id(g)] = (fps, addrs, nodes)
     return out
 
 
