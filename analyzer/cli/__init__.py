@@ -1,6 +1,7 @@
 """The `ddtriage` command: parse options, call the library, pick a writer, map errors to exits.
 
-One module per command; `base` holds the group, the exit codes and the shared option types.
+One module per command, imported when that command runs (`base.LazyGroup`: `--help` imports none);
+`base` holds the group, the exit codes and the shared option types.
 Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or internal error;
 130 interrupted; 143 terminated (SIGTERM). A broken pipe on standard output changes no exit code.
 """
@@ -16,7 +17,6 @@ from types import FrameType
 
 import click
 
-from . import config, explain, merge, mine, rules, scan, show, watch  # noqa: F401 - each registers its command on the group
 from .base import (
     DEBUG,
     EXIT_CLEAN,
