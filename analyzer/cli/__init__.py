@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import signal
 import sys
-import traceback
 from contextlib import suppress
 from types import FrameType
 
@@ -86,6 +85,8 @@ def main() -> None:
             code = EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 2
         if DEBUG["on"]:
+            import traceback
+
             traceback.print_exc()
         warn("error", f"internal error: {type(exc).__name__}: {exc} (run `ddtriage --debug ...` for the traceback)")
         code = EXIT_ERROR
