@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from .core import views
 from .core.errors import DDTriageError, InputError, RuleError
-from .core.records import Finding, InputStats, Skipped
 
 if TYPE_CHECKING:
+    from .core.records import Finding, InputStats, Skipped
     from .knowledge.explain import explain
     from .knowledge.rules import RuleSet
     from .run.analysis import Analysis
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 # Imported on first use (PEP 562): `ddtriage --help` and `explain` must not pay for the engine.
 _LAZY = {"Analysis": "run.analysis", "Options": "run.api", "analyze": "run.api", "analyze_text": "run.api",
-         "explain": "knowledge.explain", "RuleSet": "knowledge.rules", "read_report": "run.merge_parts"}
+         "explain": "knowledge.explain", "RuleSet": "knowledge.rules", "read_report": "run.merge_parts",
+         "Finding": "core.records", "InputStats": "core.records", "Skipped": "core.records"}
 
 
 def __getattr__(name: str) -> Any:

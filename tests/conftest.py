@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 for _name in ("LC_ALL", "LC_MESSAGES", "LANG"):
     if os.environ.get(_name, "").lower().startswith("zh"):
         os.environ[_name] = "C.UTF-8"
+
+
+# The disk cache of parsed rules (analyzer/knowledge/diskcache.py) goes to a folder of this run's
+# own, never to the user's ~/.cache; subprocesses inherit it. Removed at exit.
+_CACHE = tempfile.mkdtemp(prefix="ddtriage-test-cache-")
+os.environ["DDTRIAGE_CACHE_DIR"] = _CACHE
+os.environ.pop("DDTRIAGE_NO_CACHE", None)
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def pytest_addoption(parser):

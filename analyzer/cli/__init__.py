@@ -1,6 +1,7 @@
 """The `ddtriage` command: parse options, call the library, pick a writer, map errors to exits.
 
-One module per command; `base` holds the group, the exit codes and the shared option types.
+One module per command, imported when that command runs (`base.LazyGroup`: `--help` imports none);
+`base` holds the group, the exit codes and the shared option types.
 Exit codes: 0 no finding reaches --fail-on; 1 one does; 2 usage, rule, input or internal error;
 130 interrupted; 143 terminated (SIGTERM). A broken pipe on standard output changes no exit code.
 """
@@ -11,13 +12,11 @@ import errno
 import gc
 import signal
 import sys
-import traceback
 from contextlib import suppress
 from types import FrameType
 
 import click
 
-from . import config, explain, merge, mine, rules, scan, show, watch  # noqa: F401 - each registers its command on the group
 from .base import (
     DEBUG,
     EXIT_CLEAN,
@@ -90,6 +89,8 @@ def main() -> None:
             code = EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the one place an unexpected error becomes exit 2
         if DEBUG["on"]:
+            import traceback
+
             traceback.print_exc()
         warn("error", f"internal error: {type(exc).__name__}: {exc} (run `ddtriage --debug ...` for the traceback)")
         code = EXIT_ERROR

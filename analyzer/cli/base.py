@@ -15,13 +15,16 @@ import re
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
+from importlib import import_module
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from ..core.errors import DDTriageError
-from ..knowledge.rules import RuleSet
+
+if TYPE_CHECKING:
+    from ..knowledge.rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
@@ -65,6 +68,8 @@ def resolve_lang(lang: str | None) -> str:
 
 def load_rules(rules_dirs: tuple[Path, ...] | list[Path], lang: str | None = None) -> RuleSet:
     """Built-in rules plus the --rules directories, their text in the run's language."""
+    from ..knowledge.rules import RuleSet
+
     return RuleSet.load(list(rules_dirs), lang=resolve_lang(lang))
 
 
@@ -149,7 +154,58 @@ def _version(ctx: click.Context, asked: bool) -> None:
     ctx.exit()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Each command (its module in this package, of the same name) with the first paragraph of its help,
+# the line `ddtriage --help` lists: the list costs no import of a command's module, nor of what it
+# imports (the rules, the engine, the writers). tests/cli/test_startup.py holds each line to its command.
+COMMANDS = {
+    "config": "Print the effective scan settings and where each came from (config file or default). "
+              "Flags given to `ddtriage scan` win over both.",
+    "explain": "Explain CODE (hex, decimal, C++ or Python name): meaning and every context remedy.",
+    "merge": "Merge PARTS (JSON, JSONL or Parquet reports of `ddtriage scan`) into one report.",
+    "mine": "Cluster the ERROR and WARNING lines of PATHS that no code, family or rule explains.",
+    "rules": "List, check or export remedy rules.",
+    "scan": "Scan PATHS (files, folders, archives, - for stdin) and write a triage report.",
+    "show": "Print lines of a log: WHERE is `PATH:LINE`, `PATH:FIRST-LAST` or `PATH`, where PATH may name an "
+            "archive member as reports do: 'bundle.tar.gz!node-2/plog.tar.gz!plog-1.log:61-62'.",
+    "watch": "Follow PATHS (folders, files, or - for a stream such as `kubectl logs -f`) as they are "
+             "written: appended lines, new files and folders, rotations, truncations, deletions.",
+}
+
+
+class LazyGroup(click.Group):
+    """The `ddtriage` group: a command's module is imported when the command runs or shows its own
+    help (it registers itself with `@cli.command`); the group's help lists them from `COMMANDS`."""
+
+    _listing = False  # within format_commands: stand-ins with the listed help, nothing imported
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            if self._listing:
+                return click.Command(cmd_name, help=COMMANDS[cmd_name])
+            import_module(f"{__package__}.{cmd_name}")
+            command = self.commands.get(cmd_name)
+        return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                          list[str]]:
+        if args and args[0] not in COMMANDS:  # not a command: click suggests the close names it has loaded
+            for name in COMMANDS:
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=lambda c, p, v: _version(c, v),
               help="Show the version and which scan engine runs, and exit.")
 @click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False, path_type=Path),

@@ -33,7 +33,8 @@ def config_command(ctx: click.Context) -> None:
     """Print the effective scan settings and where each came from (config file or default).
     Flags given to `ddtriage scan` win over both."""
     config: Config = ctx.obj or Config()
-    scan = cli.commands["scan"]
+    scan = cli.get_command(ctx, "scan")
+    assert scan is not None
     defaults = {p.name: p.default for p in scan.params}
     if config.path is None:
         click.echo("# no config file: no .ddtriage.toml or pyproject.toml [tool.ddtriage] here or above")

@@ -213,10 +213,10 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
 
 def _unexplained(wanted: bool, analysis: Analysis, targets: list[str], options: Options) -> list[NearIncident]:
     """--unexplained: the top unexplained templates near each incident (one more read of the inputs)."""
-    from ..run.mining import unexplained_near
-
     if not wanted or not analysis.summary.incidents:
         return []
+    from ..run.mining import unexplained_near
+
     try:
         return unexplained_near(targets, analysis.rules, options, analysis.summary.incidents)
     except DDTriageError as exc:

@@ -17,7 +17,6 @@ in it (rules, baseline, suppressions, outputs) are relative to the file's folder
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,16 +83,27 @@ def find_config(start: Path | None = None) -> Path | None:
 
 
 def _has_table(path: Path) -> bool:
+    # someone else's broken pyproject (unreadable, not TOML): not ours to report unless it names us
     try:
-        return "ddtriage" in tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False  # someone else's broken pyproject: not ours to report unless it names us
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "ddtriage" not in text and "\\" not in text:  # nor an escape that could spell it: not parsed
+        return False
+    import tomllib
+
+    try:
+        return "ddtriage" in tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return False
 
 
 def load_config(path: Path | None) -> Config:
     """Read and check a config file (None: no config)."""
     if path is None:
         return Config()
+    import tomllib
+
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

@@ -103,7 +103,10 @@ class Engine:
                                    fact_table=self._fact_table, proof_table=self.rules.recovery.core_table(),
                                    header=PLOG_PID_PATTERN)
         if compile_nearby is not None:  # under the core its table answers the facts of every plain line
-            self.linkfacts.use_core(Prefilter((), "find", fact_table=self.linkfacts.core_table()).core_facts())
+            # the prefilter's own table when it has one (the same rows; a frozen table, ~8 ms to compile)
+            owner = (self.prefilter if self._fact_table
+                     else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
+            self.linkfacts.use_core(owner.core_facts())
             self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
 
     # -- one top-level input ---------------------------------------------------------------

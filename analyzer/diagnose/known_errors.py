@@ -28,8 +28,6 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from ..core.errors import DDTriageError
 from ..core.records import Finding, RuleTexts
 from ..core.serial import finding_dict
@@ -162,6 +160,8 @@ def read_baseline(path: str | Path) -> list[BaselineEntry]:
 
 def read_suppressions(path: str | Path, catalog: Catalog) -> list[Suppression]:
     """The entries of a suppressions file, or an error naming the file, the entry and the field."""
+    import yaml  # only for a run with a suppressions file
+
     try:
         doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:

@@ -20,8 +20,6 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
-
 from .formats import strip_compression_suffix
 
 _ROTATION = re.compile(r"\.\d+$")
@@ -29,7 +27,10 @@ _ROTATION = re.compile(r"\.\d+$")
 
 def compile_glob(glob: str) -> tuple[re.Pattern[str], bool] | None:
     """A gitignore glob as (regex over a `/`-joined path, include?), or None for a no-op (a comment
-    or blank). The regex also matches everything below a matching folder."""
+    or blank). The regex also matches everything below a matching folder. (pathspec, ~20 ms to
+    import, is imported by the first glob: a run without --include/--exclude never pays it.)"""
+    from pathspec.patterns.gitignore.basic import GitIgnoreBasicPattern
+
     source, include = GitIgnoreBasicPattern.pattern_to_regex(glob)
     if include is None or source is None:
         return None

@@ -10,10 +10,12 @@ import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import RuleError
-from ..core.headers import Year
+
+if TYPE_CHECKING:
+    from ..core.headers import Year
 
 _MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
                                        "Nov", "Dec"), 1)}

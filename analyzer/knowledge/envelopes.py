@@ -17,6 +17,8 @@ from typing import Any
 from ..core.errors import RuleError
 from ..core.records import Record
 from ..knowledge.catalog import read_yaml
+from . import compiled
+from .compiled import LazyPattern
 from .envelope_fields import prefilter_patterns
 
 SHAPES = ("line", "json", "prefix-json", "search", "csv", "terminal")
@@ -33,9 +35,9 @@ class Envelope:
 
     name: str
     shape: str
-    detect: re.Pattern[str]
+    detect: LazyPattern  # `re` patterns, compiled on first use (`compiled`)
     detect_head: bool = False
-    pattern: re.Pattern[str] | None = None
+    pattern: LazyPattern | None = None
     fields: dict[str, tuple[str, ...]] = field(default_factory=dict)
     time: str = "rfc3339"
     partial: str | None = None
@@ -57,12 +59,17 @@ class EnvelopeTable:
         if not isinstance(data, dict) or not isinstance(data.get("envelopes"), list):
             raise RuleError(f"{path}: expected a mapping with an `envelopes` list")
         out, seen = [], set()
+        texts = [str(raw[key]) for raw in data["envelopes"] if isinstance(raw, dict)
+                 for key in ("detect", "pattern") if raw.get(key) is not None]
+        lazy = compiled.proven(texts, "re")
         for i, raw in enumerate(data["envelopes"]):
-            env = parse_envelope(raw, f"{path}: envelope #{i + 1}")
+            env = parse_envelope(raw, f"{path}: envelope #{i + 1}", lazy)
             if env.name in seen:
                 raise RuleError(f"{path}: envelope {env.name}: defined twice")
             seen.add(env.name)
             out.append(env)
+        if not lazy:
+            compiled.remember(texts, "re")
         return cls(out, str(path))
 
     def get(self, name: str) -> Envelope | None:
@@ -94,8 +101,9 @@ class EnvelopeTable:
 
 # --- one entry of envelopes.yaml, checked ------------------------------------------------------
 
-def parse_envelope(raw: object, where: str) -> Envelope:
-    """One entry of envelopes.yaml, validated; every problem is a RuleError naming it."""
+def parse_envelope(raw: object, where: str, lazy: bool = False) -> Envelope:
+    """One entry of envelopes.yaml, validated; every problem is a RuleError naming it (its
+    patterns compiled on first use when `lazy`: the table's are proven to compile)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise RuleError(f"{where}: must be a mapping with a `name`")
     where = f"{where.rsplit(':', 1)[0]}: envelope {raw['name']}"
@@ -110,11 +118,11 @@ def parse_envelope(raw: object, where: str) -> Envelope:
         if value not in allowed and not (value is None and key in ("partial", "escapes")):
             raise RuleError(f"{where}: {key} must be one of {', '.join(allowed)}, got {value!r}")
 
-    def regex(key: str) -> re.Pattern[str] | None:
+    def regex(key: str) -> LazyPattern | None:
         if raw.get(key) is None:
             return None
         try:
-            return re.compile(str(raw[key]))
+            return compiled.pattern(str(raw[key]), "re", lazy)
         except re.error as exc:
             raise RuleError(f"{where}: {key}: invalid regular expression: {exc}") from None
     detect, pattern = regex("detect"), regex("pattern")

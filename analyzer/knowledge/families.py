@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import RuleError
+from . import compiled
 from .catalog import localized, read_yaml
+from .compiled import LazyPattern
 
 if TYPE_CHECKING:
     pass
@@ -41,7 +43,7 @@ class Family:
     id: str
     name: str
     literals: tuple[str, ...]
-    pattern: re.Pattern
+    pattern: LazyPattern  # an `re` pattern, compiled on first use (`compiled`)
     codes: dict
     level: int = 1  # 1: below LLM-DataDist (runtime, HCCL, sockets, ...); 2: beside it; 3: the application
     aliases: dict[str, str] = field(default_factory=dict)  # printed text (lower case) -> code
@@ -64,7 +66,7 @@ class NeighbourMatcher:
         self.families = families
         self.literals = tuple(dict.fromkeys(lit for f in families for lit in f.literals))
         self._raw_literals = tuple(lit.encode() for lit in self.literals)
-        self._db = _literal_db(self._raw_literals)
+        self._db: Any = False  # built on first use (False: not yet); None without hyperscan
 
     def __reduce__(self) -> tuple[type[NeighbourMatcher], tuple[list[Family]]]:
         # A hyperscan database does not pickle: a worker process (Dask) compiles its own.
@@ -73,6 +75,8 @@ class NeighbourMatcher:
     def families_in(self, raw: bytes) -> list[Family]:
         """The families whose literals occur in some undecoded text: a cheap test before `find`
         that also narrows what `find` tries."""
+        if self._db is False:
+            self._db = _literal_db(self._raw_literals)
         if self._db is not None:
             ids: set[int] = set()
             self._db.scan(raw, match_event_handler=lambda i, *_: ids.add(i))
@@ -114,6 +118,8 @@ class NeighbourMatcher:
         """A matcher of family entries as a neighbours file lists them (validated, errors located;
         their text in `lang`, an entry without one of its languages noted in `missing`)."""
         families = []
+        pattern_texts = [str(raw.get("pattern", "")) for raw in entries if isinstance(raw, dict)]
+        lazy = compiled.proven(pattern_texts, "re")
         for i, raw in enumerate(entries):
             where = f"{path}: family {raw.get('id', '#' + str(i + 1)) if isinstance(raw, dict) else '#' + str(i + 1)}"
             if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
@@ -126,7 +132,7 @@ class NeighbourMatcher:
             if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
                 raise RuleError(f"{where}: `literals` must be a non-empty list of strings")
             try:
-                pattern = re.compile(str(raw.get("pattern", "")))
+                pattern = compiled.pattern(str(raw.get("pattern", "")), "re", lazy)
             except re.error as exc:
                 raise RuleError(f"{where}: pattern: invalid regular expression: {exc}") from None
             codes = raw.get("codes") or {}
@@ -151,6 +157,8 @@ class NeighbourMatcher:
                                    {str(k).lower(): str(v) for k, v in aliases.items()},
                                    str(raw.get("action") or "collect-logs"), remedy,
                                    {str(k): (v[0], texts.get(str(k), v[1])) for k, v in remedies.items()}))
+        if not lazy:
+            compiled.remember(pattern_texts, "re")
         return cls(families)
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from ..core.errors import RuleError
 from ..core.observations import KINDS, Fact
+from . import compiled
 from .catalog import read_yaml
+from .compiled import LazyPattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class FactPattern:
 
     id: str
     literals: tuple[str, ...]
-    patterns: tuple[regex.Pattern[str], ...]
+    patterns: tuple[LazyPattern, ...]  # compiled on first use (`compiled`)
     values: dict[str, str]
     match: tuple[tuple[str, str], ...] = ()  # (line, expected value)
     no_match: tuple[str, ...] = ()
@@ -59,8 +59,7 @@ class LinkFactMatcher:
         # What the scanner's prefilter looks for: facts printed on every request are not among them.
         self.raw_literals = tuple(dict.fromkeys(
             lit.encode() for k in kinds for lit in (k.literals if k.scan is None else k.scan)))
-        every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
-        self._raw_present = re.compile(b"|".join(map(re.escape, every)))
+        self._raw_present: re.Pattern[bytes] | None = None  # built on first use
         self._screen: _Screen | None | bool = False  # built on first use (False: not yet)
         self._core: Any = None  # the compiled core's table (`ddtriage_core.Facts`), under the core
 
@@ -108,7 +107,12 @@ class LinkFactMatcher:
 
     def maybe_in(self, raw: bytes) -> bool:
         """Whether undecoded bytes hold any literal (the cheap test before decoding)."""
-        return bool(self.literals) and self._raw_present.search(raw) is not None
+        if not self.literals:
+            return False
+        if self._raw_present is None:
+            every = sorted((lit.encode() for lit in self.literals), key=len, reverse=True)
+            self._raw_present = re.compile(b"|".join(map(re.escape, every)))
+        return self._raw_present.search(raw) is not None
 
     def check_examples(self, origin: str = "linkfacts.yaml") -> list[str]:
         """Every failing example line, as `origin: fact kind: reason`."""
@@ -135,10 +139,15 @@ class LinkFactMatcher:
         data = read_yaml(path)
         if not isinstance(data, dict) or not isinstance(data.get("facts"), list):
             raise RuleError(f"{path}: expected a mapping with a `facts` list")
-        return cls([_load_kind(path, i, raw) for i, raw in enumerate(data["facts"])])
+        texts = pattern_texts(data["facts"])
+        lazy = compiled.proven(texts)
+        kinds = [_load_kind(path, i, raw, lazy) for i, raw in enumerate(data["facts"])]
+        if not lazy:
+            compiled.remember(texts)
+        return cls(kinds)
 
 
-def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
+def _load_kind(path: Path, index: int, raw: Any, lazy: bool = False) -> FactPattern:
     where = f"{path}: fact {raw.get('id', '#' + str(index + 1)) if isinstance(raw, dict) else '#' + str(index + 1)}"
     if not isinstance(raw, dict) or raw.get("id") not in KINDS:
         raise RuleError(f"{where}: must be a mapping whose `id` is one of {', '.join(KINDS)}")
@@ -148,7 +157,7 @@ def _load_kind(path: Path, index: int, raw: Any) -> FactPattern:
     literals = raw.get("literals")
     if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and x for x in literals):
         raise RuleError(f"{where}: `literals` must be a non-empty list of strings")
-    patterns = compile_patterns(raw.get("patterns"), where)
+    patterns = compile_patterns(raw.get("patterns"), where, lazy)
     values = raw.get("values") or {}
     if not isinstance(values, dict):
         raise RuleError(f"{where}: `values` must map printed values to normal ones")
@@ -193,7 +202,7 @@ class _Screen:
             literal_ids.append(frozenset(ids))
             pids: list[int | None] = []
             for pattern in kind.patterns:
-                translated = regex.sub(r"\(\?P<\w+>", "(", pattern.pattern).encode()
+                translated = re.sub(r"\(\?P<\w+>", "(", pattern.pattern).encode()
                 if _compiles(hyperscan, translated):
                     pids.append(len(expressions))
                     expressions.append(translated)
@@ -259,15 +268,28 @@ def _value_of(groups: dict[str, str | None]) -> str | None:
     return value
 
 
-def compile_patterns(texts: object, where: str) -> list[regex.Pattern[str]]:
-    """The `patterns` of a table row (link facts, proofs of recovery), compiled; at least one.
+def pattern_texts(rows: object) -> list[str]:
+    """The texts of every row's `patterns` (link facts, proofs of recovery), as `compile_patterns`
+    compiles them: what `compiled.proven` is asked about."""
+    return [str(text) for row in (rows if isinstance(rows, list) else []) if isinstance(row, dict)
+            and isinstance(row.get("patterns"), list) for text in row["patterns"]]
+
+
+def compile_patterns(texts: object, where: str, lazy: bool = False) -> list[LazyPattern]:
+    """The `patterns` of a table row (link facts, proofs of recovery), compiled (on first use
+    when `lazy`: the table's texts are proven to compile); at least one.
     `regex`, not `re`: it finds a case-free literal prefix (`(?i)\\bremote ...`) by searching for
     it, where `re` tries every position (10x slower on these lines)."""
+    invalid: Any = ()  # a lazy pattern raises nothing here
+    if not lazy:
+        import regex
+
+        invalid = regex.error
     patterns = []
     for text in texts if isinstance(texts, list) else []:
         try:
-            patterns.append(regex.compile(str(text)))
-        except regex.error as exc:
+            patterns.append(compiled.pattern(str(text), "regex", lazy))
+        except invalid as exc:
             raise RuleError(f"{where}: pattern {text!r}: invalid regular expression: {exc}") from None
     if not patterns:
         raise RuleError(f"{where}: needs at least one pattern")

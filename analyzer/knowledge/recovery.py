@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from ..core.errors import RuleError
 from ..core.observations import Fact
+from . import compiled
 from .catalog import ApiTable, Catalog, read_yaml
-from .linkfacts import compile_patterns
+from .compiled import LazyPattern
+from .linkfacts import compile_patterns, pattern_texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class ProofKind:
     description: str
     heals: frozenset[str]
     literals: tuple[str, ...]
-    patterns: tuple[regex.Pattern[str], ...]
+    patterns: tuple[LazyPattern, ...]  # compiled on first use (`compiled`)
     match: tuple[tuple[str, str], ...] = ()  # (line, the peer its own link facts name)
     no_match: tuple[str, ...] = ()
     scan: tuple[str, ...] | None = None  # literals that make a line a scan candidate (None: `literals`)
@@ -129,7 +129,11 @@ class RecoveryTable:
         if not isinstance(raw_proofs, list):
             raise RuleError(f"{path}: `proofs` must be a list")
         kinds = {f.id for f in failures}
-        proofs = [_proof(path, i, raw, kinds) for i, raw in enumerate(raw_proofs)]
+        texts = pattern_texts(raw_proofs)
+        lazy = compiled.proven(texts)
+        proofs = [_proof(path, i, raw, kinds, lazy) for i, raw in enumerate(raw_proofs)]
+        if not lazy:
+            compiled.remember(texts)
         ids = [p.id for p in proofs]
         dup = sorted({i for i in ids if ids.count(i) > 1})
         if dup:
@@ -153,7 +157,7 @@ def _failure(path: Path, name: str, raw: Any, catalog: Catalog, apis: ApiTable) 
     return FailureKind(name, apis.expand(api_names, f"{where}: apis"), frozenset(codes))
 
 
-def _proof(path: Path, index: int, raw: Any, kinds: set[str]) -> ProofKind:
+def _proof(path: Path, index: int, raw: Any, kinds: set[str], lazy: bool = False) -> ProofKind:
     ident = raw.get("id") if isinstance(raw, dict) else None
     where = f"{path}: proof {ident or '#' + str(index + 1)}"
     if not isinstance(raw, dict) or not isinstance(ident, str) or not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", ident):
@@ -167,7 +171,7 @@ def _proof(path: Path, index: int, raw: Any, kinds: set[str]) -> ProofKind:
     literals = raw.get("literals")
     if not isinstance(literals, list) or not literals or not all(isinstance(x, str) and len(x) >= 3 for x in literals):
         raise RuleError(f"{where}: `literals` must be a non-empty list of strings of at least 3 characters")
-    patterns = compile_patterns(raw.get("patterns"), where)
+    patterns = compile_patterns(raw.get("patterns"), where, lazy)
     examples = raw.get("examples") or {}
     match, no_match = examples.get("match") or [], examples.get("no_match") or []
     if not all(isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m) for m in match):

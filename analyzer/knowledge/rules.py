@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import regex
-
 from ..core.errors import RuleError
 from ..core.records import RuleText, RuleTexts
+from . import compiled
 from .catalog import (
     ACTIONS,
     BINDINGS,
@@ -30,6 +29,7 @@ from .catalog import (
     localized,
     read_yaml,
 )
+from .compiled import LazyPattern
 from .envelopes import EnvelopeTable
 from .families import NeighbourMatcher
 from .linkfacts import LinkFactMatcher
@@ -57,7 +57,7 @@ class Rule:
     apis: frozenset[str] | None
     not_apis: frozenset[str] | None
     in_cluster_results: bool | None
-    nearby: regex.Pattern | None
+    nearby: LazyPattern | None  # a `regex` pattern, compiled on first use (`compiled`)
     action: str
     recoverable: bool | None
     recoverable_set: bool
@@ -284,11 +284,18 @@ def load_rule_file(path: Path, catalog: Catalog, apis: ApiTable, builtin: bool, 
         return []
     if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
         raise RuleError(f"{path}: expected a mapping with a `rules` list")
-    return [_parse_rule(raw, i, path, catalog, apis, builtin, lang, missing) for i, raw in enumerate(data["rules"])]
+    matches = [raw["match"] for raw in data["rules"] if isinstance(raw, dict) and isinstance(raw.get("match"), dict)]
+    texts = [m["nearby"] for m in matches if isinstance(m.get("nearby"), str) and m["nearby"]]
+    lazy = compiled.proven(texts)
+    rules = [_parse_rule(raw, i, path, catalog, apis, builtin, lang, missing, lazy)
+             for i, raw in enumerate(data["rules"])]
+    if not lazy:
+        compiled.remember(texts)
+    return rules
 
 
 def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: ApiTable, builtin: bool,
-                lang: str = "en", missing: list[str] | None = None) -> Rule:
+                lang: str = "en", missing: list[str] | None = None, lazy: bool = False) -> Rule:
     if not isinstance(raw, dict):
         raise RuleError(f"{path}: rule #{index + 1}: must be a mapping")
     rid = raw.get("id")
@@ -314,7 +321,7 @@ def _parse_rule(raw: object, index: int, path: Path, catalog: Catalog, apis: Api
     cluster = match.get("in_cluster_results")
     if cluster is not None and not isinstance(cluster, bool):
         raise fail("match.in_cluster_results: must be true or false")
-    nearby = _nearby(match, fail)
+    nearby = _nearby(match, fail, lazy)
     action = raw.get("action")
     if action not in ACTIONS:
         raise fail(f"action {action!r} is not one of: {', '.join(ACTIONS)}")
@@ -378,14 +385,18 @@ def _non_empty_list(match: dict[str, Any], key: str, fail: Callable[[str], RuleE
     return True
 
 
-def _nearby(match: dict[str, Any], fail: Callable[[str], RuleError]) -> regex.Pattern[str] | None:
-    """`match.nearby` compiled, or None."""
+def _nearby(match: dict[str, Any], fail: Callable[[str], RuleError], lazy: bool = False) -> LazyPattern | None:
+    """`match.nearby` compiled (on first use when `lazy`: the file's are proven to compile), or None."""
     if "nearby" not in match:
         return None
     if not isinstance(match["nearby"], str) or not match["nearby"]:
         raise fail("match.nearby: must be a regular expression string")
+    if lazy:
+        return compiled.pattern(match["nearby"], "regex", lazy=True)
+    import regex
+
     try:
-        return regex.compile(match["nearby"])
+        return compiled.pattern(match["nearby"], "regex")
     except (regex.error, ValueError) as exc:
         raise fail(f"match.nearby: invalid regular expression: {exc}") from None
 

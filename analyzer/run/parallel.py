@@ -18,11 +18,10 @@ import os
 import signal
 from bisect import insort
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats
@@ -35,6 +34,9 @@ from ..inputs.own import OWN_REPORT_HEAD, own_document
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
 # Below this much input, a scan whose jobs were not asked for runs in this process: starting
@@ -239,6 +241,8 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
     processes when there is more than one job and unit (and no unit reads stdin), else one by
     one in this process."""
     if jobs > 1 and len(units) > 1 and not any(s.is_stdin for u in units for s in u.sources):
+        from concurrent.futures import ProcessPoolExecutor  # ~15 ms with multiprocessing: only for a pool
+
         pool = ProcessPoolExecutor(max_workers=min(jobs, len(units)), initializer=_init_worker,
                                    initargs=(make_engine,))
         try:

@@ -75,11 +75,13 @@ def test_api_spellings_resolve(rules):
 
 
 def test_a_rules_file_is_parsed_once_per_content_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch):
+    import yaml
     from analyzer.knowledge import catalog
 
+    monkeypatch.setenv("DDTRIAGE_CACHE_DIR", str(tmp_path / "cache"))
     parses = []
-    real = catalog.yaml.load
-    monkeypatch.setattr(catalog.yaml, "load", lambda *a, **k: parses.append(1) or real(*a, **k))
+    real = yaml.load
+    monkeypatch.setattr(yaml, "load", lambda *a, **k: parses.append(1) or real(*a, **k))
     path = tmp_path / "r.yaml"
     path.write_text("rules:\n  - id: a-rule\n")
     first = catalog.read_yaml(path)

@@ -170,8 +170,10 @@ def test_jobs_not_asked_for_start_workers_only_for_big_inputs(tmp_path, monkeypa
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 2 * len(LOG) * 50)
     assert parallel.jobs_for(sources) == 4
     started = []
-    real = parallel.ProcessPoolExecutor
-    monkeypatch.setattr(parallel, "ProcessPoolExecutor", lambda **kw: started.append(kw) or real(**kw))
+    import concurrent.futures
+
+    real = concurrent.futures.ProcessPoolExecutor  # imported by run_units when a pool starts
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", lambda **kw: started.append(kw) or real(**kw))
     big = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--fail-on", "never"])
     monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 16 << 20)
     small = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--fail-on", "never"])
