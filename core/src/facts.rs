@@ -10,6 +10,7 @@
 //! answers never differ, only the speed.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 use regex::bytes::{Regex, RegexSet};
@@ -266,8 +267,24 @@ pub fn without_cr(raw: &[u8]) -> &[u8] {
 pub type ProofRow = (String, Vec<String>, Vec<String>);
 
 struct Proof {
-    regexes: Vec<Regex>,
+    patterns: Vec<String>,
+    // compiled on first need (a line holding one of its literals): a bounded repeat such as
+    // `{0,1023}` takes Rust's regex tens of milliseconds to build, the cost of a whole short scan
+    regexes: OnceLock<Option<Vec<Regex>>>, // None: one of them does not compile (Python's)
     portable: bool,
+}
+
+impl Proof {
+    fn regexes(&self) -> Option<&Vec<Regex>> {
+        self.regexes
+            .get_or_init(|| {
+                self.patterns
+                    .iter()
+                    .map(|p| Regex::new(&format!("(?-u){p}")).ok())
+                    .collect::<Option<Vec<Regex>>>()
+            })
+            .as_ref()
+    }
 }
 
 /// The proofs of `recovery.yaml` (`RecoveryTable.core_table()`): only asked whether a line may be
@@ -285,22 +302,7 @@ impl ProofTable {
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut lit_proofs: Vec<Vec<usize>> = Vec::new();
         for (k, (id, lits, patterns)) in rows.into_iter().enumerate() {
-            let mut regexes = Vec::new();
-            let mut portable = true;
-            for p in &patterns {
-                let compiled = match unportable(p) {
-                    Some(_) => None,
-                    None => Regex::new(&format!("(?-u){p}")).ok(),
-                };
-                match compiled {
-                    Some(re) => regexes.push(re),
-                    None => {
-                        portable = false;
-                        regexes.clear();
-                        break;
-                    }
-                }
-            }
+            let portable = patterns.iter().all(|p| unportable(p).is_none());
             for lit in lits {
                 let lit = lit.into_bytes();
                 if lit.is_empty() {
@@ -314,7 +316,11 @@ impl ProofTable {
                     }
                 }
             }
-            proofs.push(Proof { regexes, portable });
+            proofs.push(Proof {
+                patterns,
+                regexes: OnceLock::new(),
+                portable,
+            });
         }
         // Overlapping matches: every literal present is seen, whichever starts first.
         let ac = if literals.is_empty() {
@@ -337,18 +343,17 @@ impl ProofTable {
                 any = true;
             }
         }
-        any && self
-            .proofs
-            .iter()
-            .zip(present)
-            .any(|(p, here)| here && (!p.portable || p.regexes.iter().any(|re| re.is_match(line))))
+        any && self.proofs.iter().zip(present).any(|(p, here)| {
+            here && (!p.portable || p.regexes().is_none_or(|res| res.iter().any(|re| re.is_match(line))))
+        })
     }
 }
 
 /// The process id of a plog header at the start of a line (`core.headers.header_pid` where the
 /// plog header matches): the pattern Python hands over, anchored after leading blanks.
 pub struct PidHeader {
-    re: Regex,
+    pattern: String,
+    re: OnceLock<Regex>, // compiled on the first fact line (~12 ms: `{0,256}`)
 }
 
 impl PidHeader {
@@ -356,15 +361,35 @@ impl PidHeader {
         if let Some(why) = unportable(pattern) {
             return Err(format!("the header pattern: {why}"));
         }
-        let re = Regex::new(&format!("(?-u)^[ \t]*(?:{pattern})")).map_err(|e| e.to_string())?;
-        if re.capture_names().all(|n| n != Some("pid")) {
+        let pattern = format!("(?-u)^[ \t]*(?:{pattern})");
+        // Parsed now, so a bad pattern is refused here; the automaton is built on first use.
+        let ast = regex_syntax::ast::parse::Parser::new()
+            .parse(&pattern)
+            .map_err(|e| e.to_string())?;
+        regex_syntax::hir::translate::TranslatorBuilder::new()
+            .utf8(false)
+            .build()
+            .translate(&pattern, &ast)
+            .map_err(|e| e.to_string())?;
+        if !pattern.contains("(?P<pid>") {
             return Err("the header pattern has no `pid` group".into());
         }
-        Ok(PidHeader { re })
+        Ok(PidHeader {
+            pattern,
+            re: OnceLock::new(),
+        })
+    }
+
+    fn re(&self) -> &Regex {
+        self.re
+            .get_or_init(|| Regex::new(&self.pattern).expect("parsed when the table was built"))
     }
 
     /// The pid, or None when the line has no plog header (Python then tries the other headers).
     pub fn pid<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
-        self.re.captures(line).and_then(|c| c.name("pid")).map(|m| m.as_bytes())
+        self.re()
+            .captures(line)
+            .and_then(|c| c.name("pid"))
+            .map(|m| m.as_bytes())
     }
 }
