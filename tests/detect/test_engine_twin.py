@@ -38,12 +38,13 @@ def test_every_corpus_gives_the_same_report(corpus: str, monkeypatch: pytest.Mon
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A generated plog big enough to be cut into byte ranges (--jobs 2), dense with codes and facts."""
+    """A generated plog big enough to be cut into byte ranges (--jobs 2; SPLIT_MIN_BYTES is lowered to
+    1 MiB below), dense with codes and facts (~2,100 code lines)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_plog
 
     log = tmp_path_factory.mktemp("gen") / "dense.log"
-    gen_plog.generate(str(log), 24 << 20, "dense", quiet=True)
+    gen_plog.generate(str(log), 8 << 20, "dense", quiet=True)
     return log
 
 
