@@ -129,12 +129,15 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
     report = json.loads(local)
     assert len({f["bundle"] for f in report["findings"]}) == 43 and len({f["node"] for f in report["findings"]}) == 43
     assert scan("fleet", "--jobs", "1") == local
-    # Map here, reduce there: one part per bundle (JSON and Parquet), merged.
+    # Map here, reduce there: one part per four bundles (JSON and Parquet), merged (parts of one
+    # bundle each: tests/run/test_merge_parts.py).
     parts = []
-    for i, bundle in enumerate(sorted(p.name for p in fleet.iterdir())):
-        fmt = ("json", "parquet")[i % 2]
+    bundles = sorted(f"fleet/{p.name}" for p in fleet.iterdir())
+    for i in range(0, len(bundles), 4):
+        fmt = ("json", "parquet")[i // 4 % 2]
         parts.append(str(tmp_path / f"{i:02d}.{fmt}"))
-        scan(f"fleet/{bundle}", "--jobs", "1", "--output", f"{fmt}:{parts[-1]}")  # jobs equivalence: above
+        scan(*bundles[i:i + 4], "--jobs", "1", "--output", f"{fmt}:{parts[-1]}")  # jobs equivalence: above
+    assert len(parts) == 11
     assert sum(Path(p).read_bytes().startswith(b"PAR1") for p in parts) == len(parts) // 2
     merged = CliRunner().invoke(cli, ["merge", *parts, "--format", "json", "--fail-on", "never"])
     assert merged.exit_code == 0 and merged.stdout == local
