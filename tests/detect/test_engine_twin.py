@@ -56,12 +56,13 @@ def test_fact_only_lines_answered_by_the_core_are_noted_as_python_notes_them(mon
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A generated plog big enough to be cut into byte ranges (--jobs 2), dense with codes and facts."""
+    """A generated plog big enough to be cut into byte ranges (--jobs 2; SPLIT_MIN_BYTES is lowered to
+    1 MiB below), dense with codes and facts (~2,100 code lines)."""
     sys.path.insert(0, str(ROOT / "bench"))
     import gen_plog
 
     log = tmp_path_factory.mktemp("gen") / "dense.log"
-    gen_plog.generate(str(log), 24 << 20, "dense", quiet=True)
+    gen_plog.generate(str(log), 8 << 20, "dense", quiet=True)
     return log
 
 

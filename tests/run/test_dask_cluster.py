@@ -79,6 +79,35 @@ def dask_cluster(workers: int = 2, env: dict[str, str] | None = None) -> Iterato
             proc.wait(timeout=30)
 
 
+class SharedCluster:
+    """One `dask_cluster(2)` for the module's tests (its workers open `slow://` files after 4 s;
+    only the killed-worker test names one), started on first use and again when a test killed
+    one of its workers."""
+
+    def __init__(self) -> None:
+        self._context = None
+        self.address, self.workers = "", []
+
+    def get(self) -> tuple[str, list[subprocess.Popen]]:
+        if self._context is None or any(w.poll() is not None for w in self.workers):
+            self.close()
+            self._context = dask_cluster(2, env={"DDTRIAGE_SLOW_OPEN": "4"})
+            self.address, self.workers = self._context.__enter__()
+        return self.address, self.workers
+
+    def close(self) -> None:
+        if self._context is not None:
+            context, self._context = self._context, None
+            context.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[SharedCluster]:
+    shared = SharedCluster()
+    yield shared
+    shared.close()
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Path:
     return make_fleet(tmp_path_factory.mktemp("dask"), nodes=42, big_copies=60)
@@ -89,7 +118,8 @@ def split_big(monkeypatch):
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1 << 20)
 
 
-def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(fleet, split_big, monkeypatch, tmp_path):
+def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(fleet, split_big, monkeypatch, tmp_path,
+                                                                           cluster):
     monkeypatch.chdir(fleet.parent)
     sources = list(iter_sources(["fleet"], []))
     units = parallel.plan_units(sources, 2)
@@ -99,55 +129,69 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
     report = json.loads(local)
     assert len({f["bundle"] for f in report["findings"]}) == 43 and len({f["node"] for f in report["findings"]}) == 43
     assert scan("fleet", "--jobs", "1") == local
-    # Map here, reduce there: one part per bundle (JSON and Parquet), merged.
+    # Map here, reduce there: one part per four bundles (JSON and Parquet), merged (parts of one
+    # bundle each: tests/run/test_merge_parts.py).
     parts = []
-    for i, bundle in enumerate(sorted(p.name for p in fleet.iterdir())):
-        fmt = ("json", "parquet")[i % 2]
+    bundles = sorted(f"fleet/{p.name}" for p in fleet.iterdir())
+    for i in range(0, len(bundles), 4):
+        fmt = ("json", "parquet")[i // 4 % 2]
         parts.append(str(tmp_path / f"{i:02d}.{fmt}"))
-        scan(f"fleet/{bundle}", "--jobs", "1", "--output", f"{fmt}:{parts[-1]}")  # jobs equivalence: above
+        scan(*bundles[i:i + 4], "--jobs", "1", "--output", f"{fmt}:{parts[-1]}")  # jobs equivalence: above
+    assert len(parts) == 11
     assert sum(Path(p).read_bytes().startswith(b"PAR1") for p in parts) == len(parts) // 2
     merged = CliRunner().invoke(cli, ["merge", *parts, "--format", "json", "--fail-on", "never"])
     assert merged.exit_code == 0 and merged.stdout == local
     assert scan("fleet", "--dask", "local:2") == local
-    with dask_cluster(2) as (address, _):
-        assert scan("fleet", "--dask", address) == local
-        with distributed.Client(address) as client:
-            from analyzer.run import dask_cluster as dask_backend
+    address, _ = cluster.get()
+    with distributed.Client(address) as client:
+        from analyzer.run import dask_cluster as dask_backend
 
-            built = client.run(lambda: dask_backend.ENGINES_BUILT)
-            ran = client.run(lambda dask_worker: dask_worker.state.executed_count)
+        def counts() -> tuple[dict, dict]:
+            return (client.run(lambda: dask_backend.ENGINES_BUILT),
+                    client.run(lambda dask_worker: dask_worker.state.executed_count))
+
+        built_before, ran_before = counts()  # the cluster is the module's: this scan's own counts
+        assert scan("fleet", "--dask", address) == local
+        built, ran = counts()
+        built = {w: n - built_before.get(w, 0) for w, n in built.items()}
+        ran = {w: n - ran_before.get(w, 0) for w, n in ran.items()}
     # Each worker built one engine for the whole scan, however many units it ran.
     assert set(built.values()) <= {0, 1} and sum(built.values()) >= 1, built
     assert sum(ran.values()) > sum(built.values()) + 5  # many units, two engines
 
 
-def test_a_worker_killed_mid_scan_loses_nothing(fleet, tmp_path, monkeypatch):
+def test_a_worker_killed_mid_scan_loses_nothing(fleet, tmp_path, monkeypatch, cluster):
+    import slowfs  # noqa: F401 - slow:// in this process too, for the report expected
+
     monkeypatch.chdir(fleet.parent)
     slow = f"slow://{fleet.parent}/fleet/decode-node-3.tar.gz"  # first in the plan, 4 s to open
     args = [slow, "fleet", "--format", "json", "--fail-on", "never", "--quiet"]
     runner = [sys.executable, "-c", "import sys, slowfs; from analyzer.cli import main; sys.argv[0] = 'ddtriage'; main()",
               "scan"]
     env = {**os.environ, "PYTHONPATH": str(TESTS), "DDTRIAGE_SLOW_OPEN": "0"}
-    expected = subprocess.run([*runner, *args, "--jobs", "2"], env=env, capture_output=True, check=True).stdout
-    with dask_cluster(2, env={"DDTRIAGE_SLOW_OPEN": "4"}) as (address, workers):
-        out = tmp_path / "report.json"
-        scan_proc = subprocess.Popen([*runner, *args, "--dask", address, "--output", str(out)], env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        with distributed.Client(address) as client:
-            victim = None
-            deadline = time.monotonic() + 30
-            while victim is None and time.monotonic() < deadline:
-                for worker, keys in client.processing().items():
-                    if any(str(k).startswith("ddtriage-unit-0-") for k in keys):
-                        victim = worker
-                time.sleep(0.05)
-            assert victim, "the slow unit never started"
-            pid = client.run(os.getpid, workers=[victim])[victim]
-        assert pid in {w.pid for w in workers}
-        os.kill(pid, signal.SIGKILL)
-        _, err = scan_proc.communicate(timeout=60)
-        assert scan_proc.returncode == 0, err.decode()
-        assert [w.poll() is not None for w in workers].count(True) == 1  # the victim stayed dead
+    monkeypatch.setenv("DDTRIAGE_SLOW_OPEN", "0")
+    # The report expected, in this process (no fork: Dask's threads run here; --jobs 2 gives the
+    # same report, asserted above).
+    expected = CliRunner().invoke(cli, ["scan", *args, "--jobs", "1"], catch_exceptions=False).stdout_bytes
+    address, workers = cluster.get()  # its workers open slow:// files after 4 s
+    out = tmp_path / "report.json"
+    scan_proc = subprocess.Popen([*runner, *args, "--dask", address, "--output", str(out)], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with distributed.Client(address) as client:
+        victim = None
+        deadline = time.monotonic() + 30
+        while victim is None and time.monotonic() < deadline:
+            for worker, keys in client.processing().items():
+                if any(str(k).startswith("ddtriage-unit-0-") for k in keys):
+                    victim = worker
+            time.sleep(0.05)
+        assert victim, "the slow unit never started"
+        pid = client.run(os.getpid, workers=[victim])[victim]
+    assert pid in {w.pid for w in workers}
+    os.kill(pid, signal.SIGKILL)
+    _, err = scan_proc.communicate(timeout=60)
+    assert scan_proc.returncode == 0, err.decode()
+    assert [w.poll() is not None for w in workers].count(True) == 1  # the victim stayed dead
     assert out.read_bytes() == expected
     assert any(f["source"].startswith(slow + "!") for f in json.loads(expected)["findings"])
 
