@@ -3,7 +3,7 @@
 the local pool's report byte for byte; a worker killed mid-scan loses nothing; fsspec URLs
 (`memory://`, `file://`) scan like paths.
 
-The fleet: 42 generated nodes (collector .tar.gz bundles, zips, folders) and one node with a big
+The fleet: 21 generated nodes (collector .tar.gz bundles, zips, folders) and one node with a big
 plain plog, which is split into byte ranges (SPLIT_MIN_BYTES is lowered here, in the process that
 plans the units, for the local pool and the Dask client alike).
 
@@ -108,9 +108,12 @@ def cluster() -> Iterator[SharedCluster]:
     shared.close()
 
 
+NODES = 21  # generated nodes; with big-node-0, NODES + 1 bundles
+
+
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Path:
-    return make_fleet(tmp_path_factory.mktemp("dask"), nodes=42, big_copies=60)
+    return make_fleet(tmp_path_factory.mktemp("dask"), nodes=NODES, big_copies=60)
 
 
 @pytest.fixture
@@ -124,10 +127,10 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
     sources = list(iter_sources(["fleet"], []))
     units = parallel.plan_units(sources, 2)
     ranges = [u for u in units if u.end is not None]
-    assert len(sources) > 70 and len(ranges) == 2 and ranges[0].source.name.endswith("plog-7777_20251112034002789.log")
+    assert len(sources) > 35 and len(ranges) == 2 and ranges[0].source.name.endswith("plog-7777_20251112034002789.log")
     local = scan("fleet", "--jobs", "2")
     report = json.loads(local)
-    assert len({f["bundle"] for f in report["findings"]}) == 43 and len({f["node"] for f in report["findings"]}) == 43
+    assert len({f["bundle"] for f in report["findings"]}) == NODES + 1 == len({f["node"] for f in report["findings"]})
     assert scan("fleet", "--jobs", "1") == local
     # Map here, reduce there: one part per four bundles (JSON and Parquet), merged (parts of one
     # bundle each: tests/run/test_merge_parts.py).
@@ -137,7 +140,7 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
         fmt = ("json", "parquet")[i // 4 % 2]
         parts.append(str(tmp_path / f"{i:02d}.{fmt}"))
         scan(*bundles[i:i + 4], "--jobs", "1", "--output", f"{fmt}:{parts[-1]}")  # jobs equivalence: above
-    assert len(parts) == 11
+    assert len(parts) == 6
     assert sum(Path(p).read_bytes().startswith(b"PAR1") for p in parts) == len(parts) // 2
     merged = CliRunner().invoke(cli, ["merge", *parts, "--format", "json", "--fail-on", "never"])
     assert merged.exit_code == 0 and merged.stdout == local
@@ -157,7 +160,7 @@ def test_local_pool_localcluster_a_real_scheduler_and_merge_give_one_report(flee
         ran = {w: n - ran_before.get(w, 0) for w, n in ran.items()}
     # Each worker built one engine for the whole scan, however many units it ran.
     assert set(built.values()) <= {0, 1} and sum(built.values()) >= 1, built
-    assert sum(ran.values()) > sum(built.values()) + 5  # many units, two engines
+    assert sum(ran.values()) >= 7 and max(ran.values()) >= 4, ran  # many units, one engine a worker
 
 
 def test_a_worker_killed_mid_scan_loses_nothing(fleet, tmp_path, monkeypatch, cluster):
