@@ -98,7 +98,7 @@ def test_the_core_screen_agrees_with_find_on_generated_lines(rules) -> None:
 
     screen = _core_screen(rules)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=150, deadline=None)
     @given(st.lists(st.one_of(st.sampled_from(PROOF_PIECES), st.text(max_size=4)), max_size=16))
     def check(parts: list[str]) -> None:
         line = "".join(parts).replace("\n", " ")
