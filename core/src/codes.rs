@@ -188,13 +188,7 @@ impl Codes {
             if end > line.len() || !line[i + 6..end].iter().all(u8::is_ascii_digit) {
                 continue;
             }
-            if i > 0 && (word(line[i - 1]) || matches!(line[i - 1], b'.' | b'-')) {
-                continue;
-            }
-            if end < line.len()
-                && (line[end].is_ascii_digit()
-                    || (line[end] == b'.' && end + 1 < line.len() && line[end + 1].is_ascii_digit()))
-            {
+            if !number_bounds(line, i, end) {
                 continue;
             }
             let value: u32 = std::str::from_utf8(&line[i..end])
@@ -261,13 +255,7 @@ impl Codes {
         starts.extend(memmem::find_iter(line, b"-1").map(|i| (i, i + 2)));
         starts.sort_unstable();
         for (i, end) in starts {
-            if i > 0 && (word(line[i - 1]) || matches!(line[i - 1], b'.' | b'-')) {
-                continue;
-            }
-            if end < line.len()
-                && (line[end].is_ascii_digit()
-                    || (line[end] == b'.' && end + 1 < line.len() && line[end + 1].is_ascii_digit()))
-            {
+            if !number_bounds(line, i, end) {
                 continue;
             }
             if self.has_context(line, i) {
@@ -295,6 +283,19 @@ impl Codes {
             }
         }
     }
+}
+
+/// The bounds of `_DECIMAL` and `_FAILED_DECIMAL` around line[start..end]:
+/// (?<![0-9A-Za-z_.\-]) before, (?![0-9]|\.\d) after.
+fn number_bounds(line: &[u8], start: usize, end: usize) -> bool {
+    let before = start == 0 || !(word(line[start - 1]) || matches!(line[start - 1], b'.' | b'-'));
+    let after = match line.get(end) {
+        None => true,
+        Some(b) if b.is_ascii_digit() => false,
+        Some(b'.') => !line.get(end + 1).is_some_and(u8::is_ascii_digit),
+        Some(_) => true,
+    };
+    before && after
 }
 
 fn hex2(a: u8, b: u8) -> u32 {

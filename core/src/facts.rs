@@ -112,19 +112,8 @@ impl FactTable {
                     }
                 }
             }
-            for lit in lits {
-                let lit = lit.into_bytes();
-                if lit.is_empty() {
-                    return Err(format!("fact {id}: an empty literal"));
-                }
-                match literals.iter().position(|l| *l == lit) {
-                    Some(i) => lit_kinds[i].push(k),
-                    None => {
-                        literals.push(lit);
-                        lit_kinds.push(vec![k]);
-                    }
-                }
-            }
+            add_literals(&mut literals, &mut lit_kinds, lits, k)
+                .map_err(|()| format!("fact {id}: an empty literal"))?;
             if !portable {
                 regexes.clear();
             }
@@ -254,6 +243,30 @@ impl FactTable {
     }
 }
 
+/// Row `row`'s literals into one table of unique literals, each with the rows that list it; an
+/// empty literal is refused.
+fn add_literals(
+    literals: &mut Vec<Vec<u8>>,
+    rows_of: &mut Vec<Vec<usize>>,
+    lits: Vec<String>,
+    row: usize,
+) -> Result<(), ()> {
+    for lit in lits {
+        let lit = lit.into_bytes();
+        if lit.is_empty() {
+            return Err(());
+        }
+        match literals.iter().position(|l| *l == lit) {
+            Some(i) => rows_of[i].push(row),
+            None => {
+                literals.push(lit);
+                rows_of.push(vec![row]);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The line as `decode` leaves it when it is plain ASCII: without its trailing CRs.
 pub fn without_cr(raw: &[u8]) -> &[u8] {
     let mut end = raw.len();
@@ -303,19 +316,8 @@ impl ProofTable {
         let mut lit_proofs: Vec<Vec<usize>> = Vec::new();
         for (k, (id, lits, patterns)) in rows.into_iter().enumerate() {
             let portable = patterns.iter().all(|p| unportable(p).is_none());
-            for lit in lits {
-                let lit = lit.into_bytes();
-                if lit.is_empty() {
-                    return Err(format!("proof {id}: an empty literal"));
-                }
-                match literals.iter().position(|l| *l == lit) {
-                    Some(i) => lit_proofs[i].push(k),
-                    None => {
-                        literals.push(lit);
-                        lit_proofs.push(vec![k]);
-                    }
-                }
-            }
+            add_literals(&mut literals, &mut lit_proofs, lits, k)
+                .map_err(|()| format!("proof {id}: an empty literal"))?;
             proofs.push(Proof {
                 patterns,
                 regexes: OnceLock::new(),
