@@ -63,7 +63,7 @@ class NodeFacts:
                 self.remote_clusters.add(value)
             elif kind == "remote_ip":
                 self.remote_ips.add(value)
-            elif kind == "req_id" and len(self.req_ids) < MAX_REQ_IDS:
+            elif kind == "req_id":
                 self.req_ids.add(value)
             elif kind == "device":
                 self.devices.add(value)
@@ -77,9 +77,11 @@ class NodeFacts:
             self.trim(MAX_VALUES + MAX_VALUES // 2)
 
     def trim(self, limit: int = 0) -> None:
-        """Keep at most `limit` (MAX_VALUES by default) values of each set, the smallest: the same
-        ones whatever the order facts came in, so any --jobs, Dask or `merge` agree. A node has a
-        few addresses and peers; a log that prints a new one on every line costs no more."""
+        """Keep at most `limit` (MAX_VALUES by default) values of each set, the smallest, and the
+        MAX_REQ_IDS smallest request ids: the same ones whatever the order facts came in and
+        whenever a trim ran, so any --jobs, Dask, `merge` or engine agree (and the compiled core
+        may gather a stream's facts on its own). A node has a few addresses and peers; a log that
+        prints a new one on every line costs no more."""
         limit = limit or MAX_VALUES
         for name in _BOUNDED:
             values = getattr(self, name)
@@ -88,14 +90,15 @@ class NodeFacts:
         for kind, values in self.versions.items():
             if len(values) > limit:
                 self.versions[kind] = set(sorted(values)[:limit])
+        # under a periodic trim (a `limit`) the ids may run half as many again before a sort
+        if len(self.req_ids) > (MAX_REQ_IDS if limit == MAX_VALUES else MAX_REQ_IDS + MAX_REQ_IDS // 2):
+            self.req_ids = set(sorted(self.req_ids, key=req_id_key)[:MAX_REQ_IDS])
 
     def merge(self, other: NodeFacts) -> None:
         self.roles.update(other.roles)
         for name in ("clusters", "local_ips", "listen", "remote", "remote_clusters", "remote_ips", "devices", "pids"):
             getattr(self, name).update(getattr(other, name))
-        room = MAX_REQ_IDS - len(self.req_ids)
-        if room > 0:
-            self.req_ids.update(sorted(other.req_ids - self.req_ids)[:room])
+        self.req_ids.update(other.req_ids)
         for kind, values in other.versions.items():
             self.versions.setdefault(kind, set()).update(values)
         self.trim(MAX_VALUES + MAX_VALUES // 2)
@@ -140,7 +143,7 @@ class NodeFacts:
             "remote_clusters": sorted(self.remote_clusters, key=_num_key),
             "remote_ips": sorted(self.remote_ips),
             "devices": sorted(self.devices, key=_num_key),
-            "req_ids": sorted(self.req_ids, key=lambda r: (len(r), r)),
+            "req_ids": sorted(self.req_ids, key=req_id_key),
             "versions": {k: sorted(v) for k, v in sorted(self.versions.items())},
         }
 
@@ -166,9 +169,16 @@ def _value_key(value: object) -> tuple[object, ...]:
     return _num_key(value if isinstance(value, str) else None)
 
 def _num_key(value: str | None) -> tuple[int, int, str]:
+    """Numbers by value, before other text; a total order (ties by the text: `07` after `7`), so
+    which values a trim keeps never depends on a set's iteration order."""
     if value is None:
         return (0, 0, "")
-    return (1, int(value), "") if value.isdigit() else (2, 0, value)
+    return (1, int(value), value) if value.isdecimal() else (2, 0, value)
+
+
+def req_id_key(value: str) -> tuple[int, str]:
+    """The order request ids are kept and listed in: shortest first, then by text."""
+    return (len(value), value)
 
 MAX_RELATED = 5000
 
@@ -272,6 +282,19 @@ class Observed:
         kept = {p for pair in self.proofs.values() for p in pair}
         return sorted(kept, key=Proof.sort_key)
 
+    def settle(self) -> dict[str | None, NodeFacts]:
+        """Each node's facts as reported: trimmed to what is kept, whenever the last periodic trim ran."""
+        for facts in self.nodes.values():
+            facts.trim()
+        return self.nodes
+
+    def merge_node(self, node: str | None, facts: NodeFacts) -> None:
+        """Add a node's facts gathered elsewhere (a unit, a part's report, the compiled core)."""
+        if node in self.nodes:
+            self.nodes[node].merge(facts)
+        else:
+            self.nodes[node] = facts
+
     def note_facts(self, node: str | None, facts: list[Fact], pid: str | None) -> None:
         facts_of = self.nodes.get(node)
         if facts_of is None:
@@ -293,10 +316,7 @@ class Observed:
 
     def add(self, other: Observed) -> None:
         for node, facts in other.nodes.items():
-            if node in self.nodes:
-                self.nodes[node].merge(facts)
-            else:
-                self.nodes[node] = facts
+            self.merge_node(node, facts)
         self.related.extend(other.related)
         self.related_dropped += other.related_dropped
         self._trim()
@@ -320,12 +340,7 @@ class Observed:
         for d in proofs or ():
             self.note_proof(Proof.from_dict(d))
         for d in links:
-            facts = NodeFacts.from_dict(d)
-            node = d.get("node")
-            if node in self.nodes:
-                self.nodes[node].merge(facts)
-            else:
-                self.nodes[node] = facts
+            self.merge_node(d.get("node"), NodeFacts.from_dict(d))
 
     def sorted_related(self) -> list[RelatedEvent]:
         self._trim()

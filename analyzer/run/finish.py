@@ -43,7 +43,7 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
     # A proof outside --since/--until still proves a link healthy: the window bounds what is reported.
     proofs = sorted(settle_related_years(stats.observed.sorted_proofs(), sure), key=Proof.sort_key)
-    return conclude(store, stats, rules, tally.summary(), related, stats.observed.nodes, proofs, texts)
+    return conclude(store, stats, rules, tally.summary(), related, stats.observed.settle(), proofs, texts)
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,

@@ -71,3 +71,27 @@ def test_kept_values_are_bounded_and_the_same_in_any_order_or_cut() -> None:
     d = one.to_dict("n")
     assert len(d["listen"]) == len(d["remote_ips"]) == len(d["remote_clusters"]) == MAX_VALUES
     assert d["remote_clusters"][:3] == ["0", "1", "2"]  # the smallest, in number order
+
+
+def test_request_ids_past_the_cap_and_the_sets_as_read_do_not_depend_on_order_or_cut() -> None:
+    # 3,000 request ids on one node: the 2,000 kept (the shortest, then by text) and every set as
+    # the incidents read it (settled) are the same in any order, cut or trim timing; `07` and `7`
+    # are two values in a total order (a tie used to fall to a set's iteration order).
+    lines = [[("req_id", f"r{(i * 7919) % 3000}"), ("listen", f"10.1.0.{i % 200}:{2000 + i}"),
+              ("device", f"{i % 90:02d}" if i % 7 else str(i % 90))] for i in range(3000)]
+    orders = [lines, lines[::-1], random.Random(11).sample(lines, len(lines))]
+    settled = []
+    for k, order in enumerate(orders):
+        whole = observed.Observed()
+        parts = [observed.Observed() for _ in range(k + 1)]
+        for i, facts in enumerate(order):
+            parts[i % len(parts)].note_facts("n", facts, "7")
+        for part in parts:
+            whole.add(part)
+        node = whole.settle()["n"]
+        settled.append((sorted(node.listen), sorted(node.devices), sorted(node.req_ids), node.to_dict("n")))
+    assert settled[0] == settled[1] == settled[2]
+    listen, devices, req_ids, d = settled[0]
+    assert len(listen) == MAX_VALUES and len(req_ids) == observed.MAX_REQ_IDS
+    assert d["req_ids"][:3] == ["r0", "r1", "r2"] and "r1999" in req_ids and "r2000" not in req_ids
+    assert d["devices"][:4] == ["0", "00", "01", "1"]
