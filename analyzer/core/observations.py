@@ -148,6 +148,16 @@ class NodeFacts:
         }
 
     @classmethod
+    def from_core(cls, gathered: tuple[Any, ...]) -> NodeFacts:
+        """A node's facts as the compiled core gathered them (`Scan.node_facts`: its sets as lists)."""
+        roles, clusters, local_ips, listen, remote, remote_clusters, remote_ips, req_ids, devices, pids, versions = (
+            gathered)
+        facts = cls(Counter(dict(roles)), set(clusters), set(local_ips), set(listen), set(remote),
+                    set(remote_clusters), set(remote_ips), set(req_ids), set(devices), set(pids),
+                    {kind: set(values) for kind, values in versions})
+        return facts
+
+    @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NodeFacts:
         """A node's facts from their JSON shape (`to_dict`), for `ddtriage merge`."""
         facts = cls()

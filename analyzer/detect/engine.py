@@ -197,8 +197,10 @@ class Engine:
         # Plain lines with fact literals only (no code, no neighbour error) are read for their facts.
         facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
         rows = partial(self.observer.fact_rows, state, self.node) if facts is not None else None
+        gathered = partial(self.observer.core_facts, state, self.node) if facts is not None else None
         line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
-        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows):
+        for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
+                                node_facts=gathered):
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)

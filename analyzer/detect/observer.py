@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ..core.headers import header_pid, record_headers
-from ..core.observations import Fact, Observed, Proof, RelatedEvent
+from ..core.observations import Fact, NodeFacts, Observed, Proof, RelatedEvent
 from ..core.records import process_key
 from ..knowledge.linkfacts import LinkFactMatcher
 from ..knowledge.recovery import RecoveryTable
@@ -120,17 +120,21 @@ class LineObserver:
             self._proof(state, line_no, text, raw, node, process, None, None)
 
     def fact_rows(self, state: StreamView, default_node: str | None,
-                  rows: tuple[tuple[int, str, list[Fact]], ...]) -> None:
-        """`facts_only` of lines the compiled core answered whole, (line, pid, facts) each: lines
-        that hold facts, are no proof and start with a plog header (its pid)."""
-        layout = state.layout
-        node = node_of(layout, None, layout.pod, default_node)
-        note, recent = state.observed.note_facts, state.recent
-        for line_no, pid, facts in rows:
-            note(node, facts, pid)
+                  rows: tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...]) -> None:
+        """What later lines of each process look back at, of a run of fact-only lines the compiled
+        core answered whole (lines that hold facts, are no proof and start with a plog header):
+        per pid, the last (kind, value, line) of each kind. Their node's facts come at the
+        stream's end (`core_facts`)."""
+        layout, recent = state.layout, state.recent
+        for pid, updates in rows:
             mine = recent.setdefault(process_of(layout, None, pid), {})
-            for kind, value in facts:
+            for kind, value, line_no in updates:
                 mine[kind] = (value, line_no)
+
+    def core_facts(self, state: StreamView, default_node: str | None, gathered: tuple[object, ...]) -> None:
+        """The node facts the compiled core gathered from a stream's rows (`Scan.node_facts`)."""
+        node = node_of(state.layout, None, state.layout.pod, default_node)
+        state.observed.merge_node(node, NodeFacts.from_core(gathered))
 
     def line(self, state: StreamView, cand: Candidate, text: str, raw: bytes,
              lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None,

@@ -21,7 +21,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any, cast
 
+from ..core.observations import VERSION_KINDS
 from ..inputs.streams import Reader, SafeStream
 
 BLOCK_SIZE = 8 << 20
@@ -279,20 +281,24 @@ class ScanCounts:
 # (line number, raw line, its facts when the core found them, else None) of a line with fact
 # literals only; under the core a line without facts never reaches it.
 FactSink = Callable[[int, bytes, "list[tuple[str, str]] | None"], None]
-# Fact-only lines the core answered whole, (line number, pid, facts) each: no proof of recovery,
-# some facts, a plog header.
-RowSink = Callable[[tuple[tuple[int, str, list[tuple[str, str]]], ...]], None]
+# A run of fact-only lines the core answered whole (no proof of recovery, some facts, a plog
+# header), as what later lines look back at: per pid, ((kind, value, line), ...), the last of each
+# kind. Their node's facts the core gathers itself, handed over once at the stream's end.
+RowSink = Callable[[tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...]], None]
+NodeFactsSink = Callable[[tuple[object, ...]], None]  # `NodeFacts.from_core` reads it
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
                 max_line: int | None = None, history: bytes = b"", facts: FactSink | None = None,
-                engine: str | None = None, fact_rows: RowSink | None = None) -> Iterator[Candidate]:
+                engine: str | None = None, fact_rows: RowSink | None = None,
+                node_facts: NodeFactsSink | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
     byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded;
-    with `fact_rows` too, the compiled core hands those it answered whole there, in runs.
+    with `fact_rows` and `node_facts` too, the compiled core hands those it answered whole there:
+    what later lines look back at in runs, their node's facts once at the end.
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
     error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
     process's `ENGINE`); both give the same candidates, counts and errors. `max_line`: MAX_LINE.
@@ -304,8 +310,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         matcher = prefilter.core()
         if matcher is not None:
             table = prefilter.core_facts() if facts is not None else None
-            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table,
-                                  fact_rows if facts is not None else None)
+            rows = (fact_rows, node_facts) if facts is not None and fact_rows and node_facts else None
+            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table, rows)
             return
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
@@ -356,15 +362,29 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
 
 def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,
                history: bytes, facts: FactSink | None, table: object | None = None,
-               fact_rows: RowSink | None = None) -> Iterator[Candidate]:
+               rows: tuple[RowSink, NodeFactsSink] | None = None) -> Iterator[Candidate]:
     """`scan_stream` on the compiled core: the rest of a plain file is read by the core itself,
     any other stream is read here and handed over in blocks. Per block the core returns the
     buffer and the candidate lines only; the counts move at the same points as in the loop above.
     With the link-fact `table` (and a `facts` sink), the core matches fact-only lines itself:
-    only those with facts come back, with their facts; with `fact_rows`, those it answered whole
-    come back as runs of rows."""
+    only those with facts come back, with their facts; with `rows` (a run sink, a node-facts
+    sink), those it answered whole come back as runs, and their node's facts at the end (or when
+    the scan stops early: what was noted is never lost)."""
     assert _core is not None
-    scan = _core.Scan(matcher, block_size, max_line, history, facts=table, rows=fact_rows is not None)
+    scan = _core.Scan(matcher, block_size, max_line, history, facts=table, rows=rows is not None,
+                      version_kinds=list(VERSION_KINDS))
+    try:
+        yield from _pull_core(scan, stream, counts, block_size, facts, rows[0] if rows else None)
+    finally:
+        gathered = scan.node_facts() if rows is not None else None
+        if gathered is not None and rows is not None:
+            rows[1](gathered)
+
+
+def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size: int, facts: FactSink | None,
+               fact_rows: RowSink | None) -> Iterator[Candidate]:
+    """`_scan_core`'s loop: the core's blocks to candidates, counts moved as in the Python loop."""
+    scan = cast(Any, core_scan)
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
     failure: BaseException | None = None

@@ -26,8 +26,10 @@ use regex::bytes::Regex;
 
 mod codes;
 mod facts;
+mod nodefacts;
 mod prefilter;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
+use nodefacts::NodeAgg;
 use prefilter::{Core, Line};
 
 const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
@@ -195,7 +197,8 @@ struct Scan {
     core: Arc<Core>,
     facts: Option<Arc<FactTable>>, // fact-only lines are answered here; those without facts dropped
     proofs: Option<Arc<ProofTable>>, // a fact-only line that may be a proof goes to Python
-    header: Option<Arc<PidHeader>>, // with `rows`: fact-only lines come back as rows (pid, facts)
+    header: Option<Arc<PidHeader>>, // with `rows`: fact-only lines are answered whole (pid, facts)
+    agg: Option<NodeAgg>,          // with `rows`: the facts of those lines, noted here
     block_size: usize,
     max_line: usize,
     name: String,
@@ -342,15 +345,16 @@ impl Scan {
 
     /// With the fact table: the facts of each fact-only candidate of `out` (in `data`), found
     /// without the GIL; a line without facts is dropped (Python never sees it).
-    fn answer(&self, py: Python<'_>, data: &[u8], out: &mut Out<'_>) {
+    fn answer(&mut self, py: Python<'_>, data: &[u8], out: &mut Out<'_>) {
         let Some(table) = &self.facts else { return };
         if !out.cands.iter().any(|c| c.4) {
             return;
         }
         let cands = std::mem::take(&mut out.cands);
         let (proofs, header) = (self.proofs.as_deref(), self.header.as_deref());
+        let agg = &mut self.agg;
         let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
-            cands
+            let (cands, answers): (Vec<_>, Vec<_>) = cands
                 .into_iter()
                 .filter_map(|c| {
                     if !c.4 {
@@ -375,7 +379,17 @@ impl Scan {
                         None => Some((c, Tier::Facts(found))),
                     }
                 })
-                .unzip()
+                .unzip();
+            // The node's facts of the rows are noted here; Python only hears what later lines
+            // of the same process look back at (`Scan.to_py`).
+            if let Some(agg) = agg.as_mut() {
+                for answer in &answers {
+                    if let Tier::Row(pid, found) = answer {
+                        agg.note(found, std::str::from_utf8(pid).ok());
+                    }
+                }
+            }
+            (cands, answers)
         });
         out.cands = cands;
         out.answers = answers;
@@ -428,31 +442,31 @@ impl Scan {
                 Ok(list)
             };
             // Consecutive rows cross as one entry: (last line, its offset, its start, b"", a tuple
-            // of (line, pid, facts)).
-            let mut rows: Vec<Bound<'py, PyTuple>> = Vec::new();
+            // of (pid, ((kind, value, line), ...)): per process, the last value of each kind, the
+            // `recent` facts that later lines look back at).
+            let mut run = Run::default();
             let mut last = (0i64, 0i64, 0usize);
             for (i, &(n, off, start, stop, facts_only)) in out.cands.iter().enumerate() {
                 // False: a full candidate; True: a fact-only line Python reads; a list: its facts
                 let tier: Bound<'py, PyAny> = match out.answers.get(i) {
                     Some(Tier::Row(pid, found)) => {
-                        let pid = std::str::from_utf8(pid).unwrap_or_default();
-                        rows.push((n, pid, facts_of(found)?).into_pyobject(py)?);
+                        run.add(pid, found, n);
                         last = (n, off, start);
                         continue;
                     }
                     Some(Tier::Facts(found)) => facts_of(found)?.into_any(),
                     _ => PyBool::new(py, facts_only).to_owned().into_any(),
                 };
-                if !rows.is_empty() {
-                    let run = PyTuple::new(py, std::mem::take(&mut rows))?;
-                    cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), run))?;
+                if !run.is_empty() {
+                    let rows = self.run_to_py(py, std::mem::take(&mut run))?;
+                    cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), rows))?;
                 }
                 let raw = PyBytes::new(py, &data[start..stop]);
                 cands.append((n, off, start, raw, tier))?;
             }
-            if !rows.is_empty() {
-                let run = PyTuple::new(py, rows)?;
-                cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), run))?;
+            if !run.is_empty() {
+                let rows = self.run_to_py(py, run)?;
+                cands.append((last.0, last.1, last.2, PyBytes::new(py, b""), rows))?;
             }
         }
         let buf: Bound<'py, PyAny> = match out.buf {
@@ -470,6 +484,21 @@ impl Scan {
             out.done,
         )
             .into_pyobject(py)
+    }
+
+    /// A run of rows as Python applies it: (pid, ((kind, value, line), ...)) per process.
+    fn run_to_py<'py>(&self, py: Python<'py>, run: Run) -> PyResult<Bound<'py, PyTuple>> {
+        let ids = &self.facts.as_ref().expect("rows come with the fact table").ids;
+        let mut out = Vec::with_capacity(run.pids.len());
+        for (pid, kinds) in run.pids {
+            let pid = std::str::from_utf8(&pid).unwrap_or_default();
+            let mut updates = Vec::with_capacity(kinds.len());
+            for (k, (value, line)) in kinds {
+                updates.push((PyString::intern(py, &ids[k]), value, line).into_pyobject(py)?);
+            }
+            out.push((pid, PyTuple::new(py, updates)?).into_pyobject(py)?);
+        }
+        PyTuple::new(py, out)
     }
 
     /// A new buffer: history + pending + up to `want` bytes read from the plain file.
@@ -531,6 +560,55 @@ impl Scan {
     }
 }
 
+/// Rows of one run, collapsed to what `recent` keeps: per pid (in the order first met), per kind
+/// (in the order first met), the last value and its line.
+#[derive(Default)]
+struct Run {
+    pids: Vec<(Vec<u8>, Vec<Latest>)>,
+}
+
+/// A kind's last value in a run, and its line.
+type Latest = (usize, (String, i64));
+
+impl Run {
+    fn add(&mut self, pid: &[u8], found: &[(usize, String)], line: i64) {
+        let at = match self.pids.iter().position(|(p, _)| p == pid) {
+            Some(at) => at,
+            None => {
+                self.pids.push((pid.to_vec(), Vec::new()));
+                self.pids.len() - 1
+            }
+        };
+        let kinds = &mut self.pids[at].1;
+        for (k, value) in found {
+            match kinds.iter_mut().find(|(kind, _)| kind == k) {
+                Some(slot) => slot.1 = (value.clone(), line),
+                None => kinds.push((*k, (value.clone(), line))),
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pids.is_empty()
+    }
+}
+
+/// `Scan.node_facts`: (roles with counts, clusters, local ips, listen, remote, remote clusters,
+/// remote ips, request ids, devices, pids, versions per kind).
+type NodeFactsOut = (
+    Vec<(String, u64)>,
+    Vec<(String, Option<String>, Option<String>)>,
+    Vec<String>,
+    Vec<String>,
+    Vec<(Option<String>, Option<String>)>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<String>,
+    Vec<(String, Vec<String>)>,
+);
+
 unsafe extern "C" {
     fn _PyBytes_Resize(bytes: *mut *mut pyo3::ffi::PyObject, newsize: pyo3::ffi::Py_ssize_t) -> std::os::raw::c_int;
 }
@@ -538,7 +616,9 @@ unsafe extern "C" {
 #[pymethods]
 impl Scan {
     #[new]
-    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None, rows = false))]
+    #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None,
+                        rows = false, version_kinds = Vec::new()))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         matcher: &Matcher,
         block_size: usize,
@@ -547,15 +627,22 @@ impl Scan {
         name: String,
         facts: Option<&Facts>,
         rows: bool,
+        version_kinds: Vec<String>,
     ) -> PyResult<Self> {
         if block_size == 0 {
             return Err(PyValueError::new_err("block_size must be positive"));
         }
+        let header = facts.and_then(|f| f.header.clone()).filter(|_| rows);
+        let agg = match (facts, &header) {
+            (Some(f), Some(_)) => Some(NodeAgg::new(&f.table.ids, &version_kinds)),
+            _ => None,
+        };
         Ok(Scan {
             core: matcher.core.clone(),
             facts: facts.map(|f| f.table.clone()),
             proofs: facts.and_then(|f| f.proofs.clone()),
-            header: facts.and_then(|f| f.header.clone()).filter(|_| rows),
+            header,
+            agg,
             block_size,
             max_line,
             name,
@@ -671,6 +758,32 @@ impl Scan {
             let out = self.process(py, buf, n)?;
             self.to_py(py, out)
         })
+    }
+
+    /// The node facts of the rows answered so far, as `NodeFacts.from_core` reads them, or None
+    /// when there were none; the next call starts afresh.
+    #[allow(clippy::type_complexity)]
+    fn node_facts(&mut self) -> Option<NodeFactsOut> {
+        let agg = self.agg.as_mut()?;
+        if agg.noted == 0 {
+            return None;
+        }
+        let fresh = agg.fresh();
+        let parts = std::mem::replace(agg, fresh);
+        let list = |set: std::collections::HashSet<String>| set.into_iter().collect::<Vec<_>>();
+        Some((
+            parts.roles.into_iter().collect(),
+            parts.clusters.into_iter().collect(),
+            list(parts.local_ips),
+            list(parts.listen),
+            parts.remote.into_iter().collect(),
+            list(parts.remote_clusters),
+            list(parts.remote_ips),
+            list(parts.req_ids),
+            list(parts.devices),
+            list(parts.pids),
+            parts.versions.into_iter().map(|(k, v)| (k, list(v))).collect(),
+        ))
     }
 
     /// The read error that ended a plain file early, as the OSError Python would raise.

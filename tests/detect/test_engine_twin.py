@@ -90,3 +90,50 @@ def test_the_cli_writes_the_same_file(tmp_path: Path, monkeypatch: pytest.Monkey
         assert result.exit_code == 0, result.output
         out[engine] = target.read_bytes()
     assert out["python"] == out["rust"]
+
+
+def _facts_past_every_cap(path: Path) -> None:
+    """Plog lines of two processes past every cap: 2,500 failures naming request ids, and between
+    them fact-only lines (which the core answers whole): 300 listen addresses, 90 CANN versions,
+    roles 3 Prompt to 5 Decoder, clusters with devices."""
+    lines = []
+    for i in range(2500):
+        pid = 4100 + i % 2
+        stamp = f"2025-11-12-03:{40 + i // 1000:02d}:{(i // 20) % 60:02d}.{i % 1000:03d}.000"
+        head = f"[INFO] GE({pid},python3):{stamp} [llm_datadist.cc:1]{pid} "
+        lines.append(head.replace("[INFO]", "[ERROR]")
+                     + f"PullKvBlocks: pull blocks failed, ret = 1343270913, req_id = q{(i * 7919) % 2500}")
+        if i < 300:
+            lines.append(head + f"StartListen: listen on 10.{i // 250}.{i % 250}.{pid % 10}:{26000 + i} success")
+        if i < 90:
+            lines.append(head + f"GEInitialize: GE init begin, CANN version = 8.{i}.RC1, build = 20250820")
+        if i < 8:
+            role = "Prompt" if i < 3 else "Decoder"
+            lines.append(head + f"Initialize: llm datadist init success, role = {role}, cluster_id = {i}, device_id = {i % 4}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_nodes_facts_past_every_cap_are_the_same_from_either_engine(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core gathers the facts of the lines it answers whole itself (issue #17): the report is
+    the same, and what it keeps is what the caps say (expected values written from the caps)."""
+    import json
+
+    log = tmp_path / "facts.log"
+    _facts_past_every_cap(log)
+    python = _report([str(log)], "python", monkeypatch)
+    assert python == _report([str(log)], "rust", monkeypatch)
+    report = json.loads(python)
+    (node,) = report["links"]
+    assert node["role"] == "Decoder"
+    assert len(node["listen"]) == 64 and node["listen"][:2] == ["10.0.0.0:26000", "10.0.1.1:26001"]
+    assert len(node["req_ids"]) == 2000 and node["req_ids"][:2] == ["q0", "q1"] and "q1999" in node["req_ids"]
+    assert "q2000" not in node["req_ids"]
+    assert node["versions"]["cann"][:3] == ["8.0.RC1", "8.1.RC1", "8.10.RC1"] and len(node["versions"]["cann"]) == 64
+    assert {(c["cluster_id"], c["device_id"]) for c in node["clusters"]} == {(str(i), str(i % 4)) for i in range(8)}
+    # A failure carries the device its own process's init line (a row) named up to 12 lines before:
+    # the failures of rounds 2..7 (four lines a round), and none after round 10.
+    devices = {f["line"]: f["link"].get("device") for f in report["findings"]}
+    starts = [1 + 4 * i for i in range(8)]  # the line of each round's failure while rounds are four lines
+    assert [devices[n] for n in starts[2:]] == [str(i % 4) for i in range(0, 6)]
+    assert all(d is None for n, d in devices.items() if n > 60)
