@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
 use regex::bytes::{Regex, RegexSet};
 
 /// One row of the table, as Python hands it over.
@@ -328,7 +328,15 @@ impl ProofTable {
         let ac = if literals.is_empty() {
             None
         } else {
-            Some(AhoCorasick::new(&literals).map_err(|e| e.to_string())?)
+            // A DFA without a prefilter: the proofs' literals hold common bytes (`link cluster`,
+            // `success`), so a rare-byte prefilter only slows the overlapping search of a line.
+            Some(
+                AhoCorasickBuilder::new()
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .prefilter(false)
+                    .build(&literals)
+                    .map_err(|e| e.to_string())?,
+            )
         };
         Ok(ProofTable { proofs, ac, lit_proofs })
     }
