@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
 from typing import Any
 
 from .errors import InputError
@@ -154,6 +155,185 @@ def finding_lines(findings: Iterable[Finding], texts: RuleTexts) -> Iterator[str
     encode = finding_line
     for f in findings:
         yield encode(f, texts)
+
+
+# --- indented JSON (the JSON report's head, SARIF) ---------------------------------------------------
+#
+# `json.JSONEncoder(indent=2)` is the pure-Python encoder (CPython's C encoder takes no indent), a
+# generator per container and several chunks per item. `indented` writes the same text: a
+# container whose values are all scalars (or empty containers) is encoded by the C encoder in one
+# call, its item separator being the newline and indent of its level, so only the containers that
+# hold other containers are walked here. Anything the walk does not know exactly (a subclass of
+# dict, list, str, ...) is left to the stdlib encoder, re-indented to its level (`ensure_ascii=False`
+# output holds no newline but its own: a newline in a string is written `\n`).
+
+_INDENT = "  "
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple})
+_LEAFISH = _SCALARS | _CONTAINERS
+_is_container = _CONTAINERS.__contains__
+_INF = float("inf")
+_stdlib_indented = json.JSONEncoder(indent=len(_INDENT), ensure_ascii=False).iterencode
+_make_flat: Callable[..., Any] | None = getattr(json.encoder, "c_make_encoder", None)  # None: not built
+
+
+def _no_default(o: Any) -> Any:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+def _floatstr(o: float) -> str:
+    """`float.__repr__`, NaN and the infinities as `json` writes them (allow_nan)."""
+    if o != o:
+        return "NaN"
+    if o == _INF:
+        return "Infinity"
+    if o == -_INF:
+        return "-Infinity"
+    return float.__repr__(o)
+
+
+# The scalars by exact type (a subclass goes to the stdlib encoder); all but floats C calls.
+_LEAF: dict[type, Callable[[Any], str]] = {
+    str: _string, int: int.__repr__, float: _floatstr,
+    bool: ("false", "true").__getitem__, type(None): {None: "null"}.__getitem__,
+}
+
+
+class _Level:
+    """What the items at one depth are written with: the newline and indent before the first, the
+    separator between two, and the C encoder of a flat container with that separator."""
+
+    __slots__ = ("flat", "newline", "sep")
+
+    def __init__(self, depth: int) -> None:
+        self.newline = "\n" + _INDENT * depth
+        self.sep = "," + self.newline
+        self.flat = _make_flat(None, _no_default, _string, None, ": ", self.sep, False, False, True) \
+            if _make_flat is not None else None
+
+
+class _Levels(dict[int, _Level]):
+    def __missing__(self, depth: int) -> _Level:
+        level = self[depth] = _Level(depth)
+        return level
+
+
+_LEVELS = _Levels()
+
+
+def _key(key: Any) -> str:
+    """A dict key as `json` writes it: int, float, bool and None keys as strings."""
+    if isinstance(key, str):
+        return _string(key)
+    if isinstance(key, float):
+        return _string(_floatstr(key))
+    if key is True or key is False or key is None:
+        return _string(_LEAF[type(key)](key))
+    if isinstance(key, int):
+        return _string(int.__repr__(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+
+
+def _flat(values: Any) -> bool:
+    """Whether the C encoder writes these values as the indented encoder does: scalars of the
+    exact types, and containers only when empty (`[]`, `{}` at any depth)."""
+    types = set(map(type, values))
+    if types <= _SCALARS:
+        return True
+    return types <= _LEAFISH and not any(compress(values, map(_is_container, map(type, values))))
+
+
+def _value(o: Any, depth: int, markers: set[int]) -> str:
+    """The indented JSON of `o` at `depth` (the indent of its closing bracket)."""
+    kind = type(o)
+    leaf = _LEAF.get(kind)
+    if leaf is not None:
+        return leaf(o)
+    if kind not in _CONTAINERS:  # anything else as the stdlib writes it (or refuses it), re-indented
+        return "".join(_stdlib_indented(o)).replace("\n", _LEVELS[depth].newline)
+    if not o:
+        return "{}" if kind is dict else "[]"
+    inner = _LEVELS[depth + 1]
+    if kind is dict:
+        return f"{{{inner.newline}{_dict_items(o, depth + 1, inner, markers)}{_LEVELS[depth].newline}}}"
+    return f"[{inner.newline}{_list_items(o, depth + 1, inner, markers)}{_LEVELS[depth].newline}]"
+
+
+def _dict_items(o: dict, depth: int, inner: _Level, markers: set[int]) -> str:
+    """The items of a non-empty dict at `depth`, between its braces."""
+    if inner.flat is not None and _flat(o.values()):
+        return "".join(inner.flat(o, 0))[1:-1]
+    _enter(o, markers)
+    get = _LEAF.get
+    text = inner.sep.join([f"{_string(k) if type(k) is str else _key(k)}: "
+                           f"{leaf(v) if (leaf := get(type(v))) is not None else _value(v, depth, markers)}"
+                           for k, v in o.items()])
+    markers.discard(id(o))
+    return text
+
+
+def _list_items(o: list | tuple, depth: int, inner: _Level, markers: set[int]) -> str:
+    """The items of a non-empty list or tuple at `depth`, between its brackets."""
+    if inner.flat is not None and _flat(o):
+        return "".join(inner.flat(o, 0))[1:-1]
+    _enter(o, markers)
+    get = _LEAF.get
+    text = inner.sep.join([leaf(v) if (leaf := get(type(v))) is not None else _value(v, depth, markers)
+                           for v in o])
+    markers.discard(id(o))
+    return text
+
+
+def _enter(o: Any, markers: set[int]) -> None:
+    """`o` is being written: met again inside itself, it is a cycle (as `json` says it)."""
+    if id(o) in markers:
+        raise ValueError("Circular reference detected")
+    markers.add(id(o))
+
+
+STREAM_ITEMS = 32  # a container of more items than this (or of the top two levels) is written in chunks
+FLAT_RUN = 4096  # and a flat one of more items than this, in runs of this many items (dicts: item by item)
+
+
+def indented(o: Any) -> Iterator[str]:
+    """The text of `json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(o)`, the same to the
+    byte (and the same errors), in chunks: one per item of the top two levels' containers and of
+    every longer one (`STREAM_ITEMS`; `FLAT_RUN` scalars of a list of scalars), so a fleet's head
+    (~40 MiB) is never one string."""
+    return _chunks(o, 0, set())
+
+
+def _chunks(o: Any, depth: int, markers: set[int]) -> Iterator[str]:
+    kind = type(o)
+    inner = _LEVELS[depth + 1]
+    keyed = kind is dict
+    flat = inner.flat is not None and len(o) <= FLAT_RUN if kind in _CONTAINERS else False
+    if kind not in _CONTAINERS or not o or (flat and _flat(o.values() if keyed else o)):
+        yield _value(o, depth, markers)
+        return
+    if not keyed and inner.flat is not None and _flat(o):  # a long flat list: `FLAT_RUN` items a C call
+        before = "[" + inner.newline
+        for start in range(0, len(o), FLAT_RUN):
+            yield before + "".join(inner.flat(o[start:start + FLAT_RUN], 0))[1:-1]
+            before = inner.sep
+        yield _LEVELS[depth].newline + "]"
+        return
+    _enter(o, markers)
+    get, deeper, top = _LEAF.get, depth + 1, depth < 1
+    before = ("{" if keyed else "[") + inner.newline
+    for k, v in (o.items() if keyed else enumerate(o)):  # a list item's index is not written
+        if keyed:
+            before += f"{_string(k) if type(k) is str else _key(k)}: "
+        if (leaf := get(type(v))) is not None:
+            yield before + leaf(v)
+        elif type(v) in _CONTAINERS and (top or len(v) > STREAM_ITEMS):
+            yield before
+            yield from _chunks(v, deeper, markers)
+        else:
+            yield before + _value(v, deeper, markers)
+        before = inner.sep
+    markers.discard(id(o))
+    yield _LEVELS[depth].newline + ("}" if keyed else "]")
 
 
 # --- the columnar shape (Parquet, CSV, merge): the columns fleet tables are queried by come first ---

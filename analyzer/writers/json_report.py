@@ -9,8 +9,9 @@
     ...]}
 
 Written as it goes: the head, then the findings one per line, read back from the store as they
-are written (never all in memory), each encoded by `encode.finding_line` (C JSON encoding), so a
-million findings stay fast and the report still diffs line by line.
+are written (never all in memory), each encoded by `serial.finding_line` (C JSON encoding), so a
+million findings stay fast and the report still diffs line by line. The head is `serial.indented`:
+`json.dumps(head, indent=2)`'s text, its flat containers encoded by the C encoder.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.records import report_key
-from ..core.serial import REPORT_VERSION, finding_dict, finding_lines
+from ..core.serial import REPORT_VERSION, finding_dict, finding_lines, indented
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def write(analysis: Analysis, out: TextIO) -> None:
     # character at a time, so chunk by chunk). Streamed: a fleet's head (incidents, related errors,
     # 500 nodes' links) joined into one string was the largest allocation of the run (~40 MiB).
     tail = ""
-    for chunk in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(head):
+    for chunk in indented(head):  # json.dumps(head, indent=2)'s text, chunk by chunk
         tail += chunk
         if len(tail) > 8192:
             out.write(json_text(tail[:-2]))

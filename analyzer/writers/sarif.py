@@ -16,11 +16,11 @@ notifications too. Validated against the OASIS schema in tests/schemas/.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
+from ..core.serial import indented
 from ..detect.fingerprint import fingerprint, message_template
 from .ci import (
     KEEP,
@@ -165,4 +165,4 @@ def build(analysis: Analysis) -> dict[str, Any]:
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    out.write(json_text(json.dumps(build(analysis), indent=2, ensure_ascii=False)) + "\n")
+    out.write(json_text("".join(indented(build(analysis)))) + "\n")  # json.dumps(..., indent=2)'s text
