@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 MAX_VALUES = 64  # values kept per set of a node's facts (addresses, clusters, devices, ...): the smallest
 MAX_REQ_IDS = 2000  # request ids remembered per node (enough to tie failures across nodes; all in JSON)
-KEEP = MAX_VALUES + MAX_VALUES // 2  # what a trim on the way keeps (reports keep MAX_VALUES)
+KEEP_VALUES = MAX_VALUES + MAX_VALUES // 2  # what a trim on the way keeps (reports keep MAX_VALUES)
 KINDS = ("role", "local_cluster", "remote_cluster", "listen", "local_ip", "remote_addr", "remote_ip", "req_id",
          "device", "cann", "driver", "llm_datadist", "hixl", "vllm", "vllm_ascend", "mindie", "xllm")
 VERSION_KINDS = ("cann", "driver", "llm_datadist", "hixl", "vllm", "vllm_ascend", "mindie", "xllm")
@@ -75,7 +75,7 @@ class NodeFacts:
             self.remote.add((got.get("remote_cluster"), got.get("remote_addr")))
         self._noted += 1
         if self._noted % 256 == 0:
-            self.trim(KEEP)
+            self.trim(KEEP_VALUES)
 
     def trim(self, limit: int = 0) -> None:
         """Keep at most `limit` (MAX_VALUES by default) values of each set, the smallest, and the
@@ -104,9 +104,9 @@ class NodeFacts:
             self.versions.setdefault(kind, set()).update(values)
         # Only when a set has grown well past what a trim keeps: merging many small streams'
         # facts (the core hands over each stream's) must not sort the kept values every time.
-        if (any(len(getattr(self, name)) > 2 * KEEP for name in _BOUNDED) or len(self.req_ids) > 2 * MAX_REQ_IDS
-                or any(len(values) > 2 * KEEP for values in self.versions.values())):
-            self.trim(KEEP)
+        if (any(len(getattr(self, name)) > 2 * KEEP_VALUES for name in _BOUNDED) or len(self.req_ids) > 2 * MAX_REQ_IDS
+                or any(len(values) > 2 * KEEP_VALUES for values in self.versions.values())):
+            self.trim(KEEP_VALUES)
 
     def cluster_rows(self) -> list[dict[str, str | None]]:
         """Local clusters with device and pid; a row without a device is dropped when another row

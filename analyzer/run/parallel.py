@@ -32,6 +32,7 @@ from ..diagnose.tally import Tally
 from ..inputs import SafeStream, Source, sniff, unpack, year_hint
 from ..inputs.own import OWN_REPORT_HEAD, own_document
 from ..knowledge.envelopes import HEAD_BYTES
+from ..scan import blocks
 from ..scan.blocks import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
 
@@ -264,6 +265,8 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         # A compressed input is inflated ahead in a thread only where a CPU would be idle (more jobs
         # than units here); with --jobs 1, or in a pool's busy workers, the thread only competes.
         ahead, unpack.READ_AHEAD = unpack.READ_AHEAD, unpack.READ_AHEAD and jobs > 1
+        # So may the compiled core search a big block in threads (a lone stream: a .gz, stdin).
+        threads, blocks.CORE_THREADS = blocks.CORE_THREADS, max(1, min(jobs, cpu_count()))
         try:
             for unit in units:
                 yield run_unit(engine, unit, spill_dir, cut)
@@ -271,6 +274,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
                     progress.file_done()
         finally:
             unpack.READ_AHEAD = ahead
+            blocks.CORE_THREADS = threads
 
 
 _WORKER: Engine | None = None  # the engine of this worker process

@@ -39,6 +39,9 @@ except ImportError:  # pragma: no cover - depends on the platform
     _hyperscan = None
 
 ENGINES = ("python", "rust", "auto")
+# Threads the compiled core may search and answer one big block in: 1 unless the runner knows CPUs
+# would be idle (one stream scanned alone with --jobs N); the candidates are the same either way.
+CORE_THREADS = 1
 
 
 def _resolve_engine() -> tuple[str, ModuleType | None]:
@@ -372,7 +375,7 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
     the scan stops early: what was noted is never lost)."""
     assert _core is not None
     scan = _core.Scan(matcher, block_size, max_line, history, facts=table, rows=rows is not None,
-                      version_kinds=list(VERSION_KINDS))
+                      version_kinds=list(VERSION_KINDS), threads=CORE_THREADS)
     try:
         yield from _pull_core(scan, stream, counts, block_size, facts, rows[0] if rows else None)
     finally:

@@ -149,6 +149,75 @@ struct Plain {
     remaining: Option<u64>,
 }
 
+// ---------------------------------------------------------------------------------------------
+// A block in parts: with `threads` > 1 (Python asks for it only where CPUs would be idle: one
+// stream scanned alone), the prefilter and the fact lines of a big block are split among scoped
+// threads, started per block and joined before it is handed back (no pool lives past a call, so
+// forked workers are safe). Every line lies whole in one part, and parts are joined in order, so
+// the answers are the same as in one piece.
+
+const MAX_THREADS: usize = 8;
+const PAR_BYTES: usize = 1 << 20; // a region smaller than this is searched in one piece
+const PAR_LINES: usize = 2048; // fewer candidate lines than this are answered in one piece
+
+type Cand = (i64, i64, usize, usize, bool);
+
+/// `core.tiers(buf, begin, end)`, the region cut at line starts into `threads` parts searched at once.
+fn tiers_in_parts(core: &Core, buf: &[u8], begin: usize, end: usize, threads: usize) -> Vec<Line> {
+    // A pattern (not a literal) could match across a newline, hence across a cut: one piece.
+    if threads <= 1 || end - begin < PAR_BYTES || !core.regexes.is_empty() {
+        return core.tiers(buf, begin, end);
+    }
+    let mut cuts = vec![begin];
+    for k in 1..threads {
+        let at = begin + (end - begin) * k / threads;
+        let at = memchr(b'\n', &buf[at..end]).map_or(end, |i| at + i + 1);
+        if at > *cuts.last().expect("a first cut") && at < end {
+            cuts.push(at);
+        }
+    }
+    cuts.push(end);
+    let parts: Vec<Vec<Line>> = std::thread::scope(|scope| {
+        let rest: Vec<_> = cuts[1..]
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (w[0], w[1]);
+                scope.spawn(move || core.tiers(buf, a, b))
+            })
+            .collect();
+        let mut parts = vec![core.tiers(buf, cuts[0], cuts[1])];
+        parts.extend(rest.into_iter().map(|h| h.join().expect("a prefilter thread")));
+        parts
+    });
+    parts.concat()
+}
+
+/// `items.into_iter().map(f)`, in `threads` contiguous parts at once when there are `least` or more.
+fn in_parts<T: Send, R: Send>(items: Vec<T>, threads: usize, least: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    if threads <= 1 || items.len() < least {
+        return items.into_iter().map(f).collect();
+    }
+    let size = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        chunks.push(items.by_ref().take(size).collect());
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut chunks = chunks.into_iter();
+        let first = chunks.next().unwrap_or_default();
+        let rest: Vec<_> = chunks
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = first.into_iter().map(f).collect();
+        for h in rest {
+            out.extend(h.join().expect("a fact thread"));
+        }
+        out
+    })
+}
+
 /// What one step hands back: the bytes and lines to count before the candidates, the buffer, the
 /// first line number it holds, the candidates, the lines to count after them, and whether the
 /// stream is done.
@@ -199,6 +268,7 @@ struct Scan {
     proofs: Option<Arc<ProofTable>>, // a fact-only line that may be a proof goes to Python
     header: Option<Arc<PidHeader>>, // with `rows`: fact-only lines are answered whole (pid, facts)
     agg: Option<NodeAgg>,          // with `rows`: the facts of those lines, noted here
+    threads: usize,                // threads a block is searched and answered in (1: this one only)
     block_size: usize,
     max_line: usize,
     name: String,
@@ -243,7 +313,15 @@ impl Scan {
     }
 
     /// The core of the loop over one buffer, without the GIL.
-    fn step(core: &Core, buf: &[u8], begin: usize, max_line: usize, line_no: i64, hist_nl: usize) -> Step {
+    fn step(
+        core: &Core,
+        buf: &[u8],
+        begin: usize,
+        max_line: usize,
+        line_no: i64,
+        hist_nl: usize,
+        threads: usize,
+    ) -> Step {
         match memrchr(b'\n', &buf[begin..]) {
             None => {
                 if buf.len() - begin < max_line {
@@ -256,7 +334,7 @@ impl Scan {
             }
             Some(i) => {
                 let end = begin + i + 1;
-                let lines = core.tiers(buf, begin, end);
+                let lines = tiers_in_parts(core, buf, begin, end, threads);
                 let numbers = Self::number(&lines, buf, begin, line_no);
                 // Every byte counted once: up to the last candidate while numbering, then the rest.
                 let count = match (lines.last(), numbers.last()) {
@@ -283,7 +361,8 @@ impl Scan {
         let data = buf.as_bytes();
         let core = self.core.clone();
         let (max_line, line_no, hist_nl) = (self.max_line, self.line_no, self.hist_nl);
-        let step = py.detach(|| Self::step(&core, data, begin, max_line, line_no, hist_nl));
+        let threads = self.threads;
+        let step = py.detach(|| Self::step(&core, data, begin, max_line, line_no, hist_nl, threads));
         let mut out = Out::empty(nbytes);
         match step {
             Step::Carry => {
@@ -353,33 +432,33 @@ impl Scan {
         let cands = std::mem::take(&mut out.cands);
         let (proofs, header) = (self.proofs.as_deref(), self.header.as_deref());
         let agg = &mut self.agg;
+        let threads = self.threads;
         let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
-            let (cands, answers): (Vec<_>, Vec<_>) = cands
-                .into_iter()
-                .filter_map(|c| {
-                    if !c.4 {
-                        return Some((c, Tier::Plain));
-                    }
-                    let raw = &data[c.2..c.3];
-                    let Answer::Facts(found) = table.find(raw) else {
-                        return Some((c, Tier::Plain));
-                    };
-                    // What `LineObserver.facts_only` does with the line: a possible proof is
-                    // Python's to tell; else a line without facts is nothing, and one with facts
-                    // and a plog header is a row.
-                    let line = without_cr(raw);
-                    if proofs.is_some_and(|p| p.maybe(line)) {
-                        return Some((c, Tier::Facts(found)));
-                    }
-                    if found.is_empty() {
-                        return None;
-                    }
-                    match header.and_then(|h| h.pid(line)) {
-                        Some(pid) => Some((c, Tier::Row(pid.to_vec(), found))),
-                        None => Some((c, Tier::Facts(found))),
-                    }
-                })
-                .unzip();
+            let judge = |c: Cand| {
+                if !c.4 {
+                    return Some((c, Tier::Plain));
+                }
+                let raw = &data[c.2..c.3];
+                let Answer::Facts(found) = table.find(raw) else {
+                    return Some((c, Tier::Plain));
+                };
+                // What `LineObserver.facts_only` does with the line: a possible proof is
+                // Python's to tell; else a line without facts is nothing, and one with facts
+                // and a plog header is a row.
+                let line = without_cr(raw);
+                if proofs.is_some_and(|p| p.maybe(line)) {
+                    return Some((c, Tier::Facts(found)));
+                }
+                if found.is_empty() {
+                    return None;
+                }
+                match header.and_then(|h| h.pid(line)) {
+                    Some(pid) => Some((c, Tier::Row(pid.to_vec(), found))),
+                    None => Some((c, Tier::Facts(found))),
+                }
+            };
+            let (cands, answers): (Vec<_>, Vec<_>) =
+                in_parts(cands, threads, PAR_LINES, judge).into_iter().flatten().unzip();
             // The node's facts of the rows are noted here; Python only hears what later lines
             // of the same process look back at (`Scan.to_py`).
             if let Some(agg) = agg.as_mut() {
@@ -617,7 +696,7 @@ unsafe extern "C" {
 impl Scan {
     #[new]
     #[pyo3(signature = (matcher, block_size, max_line, history, name = String::from("a stream"), facts = None,
-                        rows = false, version_kinds = Vec::new()))]
+                        rows = false, version_kinds = Vec::new(), threads = 1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         matcher: &Matcher,
@@ -628,6 +707,7 @@ impl Scan {
         facts: Option<&Facts>,
         rows: bool,
         version_kinds: Vec<String>,
+        threads: usize,
     ) -> PyResult<Self> {
         if block_size == 0 {
             return Err(PyValueError::new_err("block_size must be positive"));
@@ -643,6 +723,7 @@ impl Scan {
             proofs: facts.and_then(|f| f.proofs.clone()),
             header,
             agg,
+            threads: threads.clamp(1, MAX_THREADS),
             block_size,
             max_line,
             name,
