@@ -1,5 +1,5 @@
 //! ddtriage's compiled core: block reading, the two-tier literal prefilter and the link facts of
-//! `analyzer/scanner.py`, with the same answers to the byte.
+//! `analyzer/scan/blocks.py`, with the same answers to the byte.
 //!
 //! What crosses the boundary: Python hands over the literals once (`Matcher`), then per stream a
 //! `Scan` either reads a plain file itself (by path, checked to be the file Python opened) or is
@@ -32,7 +32,7 @@ use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
 use nodefacts::NodeAgg;
 use prefilter::{Core, Line};
 
-const HISTORY_BYTES: usize = 64 << 10; // scanner.HISTORY_BYTES
+const HISTORY_BYTES: usize = 64 << 10; // scan.blocks.HISTORY_BYTES
 
 // ---------------------------------------------------------------------------------------------
 // Panics: recorded by a quiet hook, turned into one ValueError (a read error to the engine).
