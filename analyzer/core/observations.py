@@ -157,10 +157,9 @@ class NodeFacts:
         """A node's facts as the compiled core gathered them (`Scan.node_facts`: its sets as lists)."""
         roles, clusters, local_ips, listen, remote, remote_clusters, remote_ips, req_ids, devices, pids, versions = (
             gathered)
-        facts = cls(Counter(dict(roles)), set(clusters), set(local_ips), set(listen), set(remote),
-                    set(remote_clusters), set(remote_ips), set(req_ids), set(devices), set(pids),
-                    {kind: set(values) for kind, values in versions})
-        return facts
+        return cls(Counter(dict(roles)), set(clusters), set(local_ips), set(listen), set(remote),
+                   set(remote_clusters), set(remote_ips), set(req_ids), set(devices), set(pids),
+                   {kind: set(values) for kind, values in versions})
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> NodeFacts:

@@ -102,6 +102,19 @@ impl NodeAgg {
         facts.iter().rev().find(|(k, _)| self.parts[*k] == part).map(|(_, v)| v)
     }
 
+    /// The set of plain values a part adds to (none for roles, clusters, versions, addresses).
+    fn values_of(&mut self, part: Part) -> Option<&mut HashSet<String>> {
+        Some(match part {
+            Part::LocalIp => &mut self.local_ips,
+            Part::Listen => &mut self.listen,
+            Part::RemoteCluster => &mut self.remote_clusters,
+            Part::RemoteIp => &mut self.remote_ips,
+            Part::ReqId => &mut self.req_ids,
+            Part::Device => &mut self.devices,
+            _ => return None,
+        })
+    }
+
     /// `NodeFacts.note(facts, pid)`.
     pub fn note(&mut self, facts: &[(usize, String)], pid: Option<&str>) {
         if let Some(p) = pid.filter(|p| !p.is_empty()) {
@@ -115,28 +128,14 @@ impl NodeAgg {
                     let device = self.got(facts, Part::Device).cloned();
                     self.clusters.insert((v, device, pid.map(str::to_string)));
                 }
-                Part::LocalIp => {
-                    self.local_ips.insert(v);
-                }
-                Part::Listen => {
-                    self.listen.insert(v);
-                }
-                Part::RemoteCluster => {
-                    self.remote_clusters.insert(v);
-                }
-                Part::RemoteIp => {
-                    self.remote_ips.insert(v);
-                }
-                Part::ReqId => {
-                    self.req_ids.insert(v);
-                }
-                Part::Device => {
-                    self.devices.insert(v);
-                }
                 Part::Version => {
                     self.versions.entry(self.ids[*k].clone()).or_default().insert(v);
                 }
-                Part::RemoteAddr | Part::Other => {}
+                part => {
+                    if let Some(set) = self.values_of(part) {
+                        set.insert(v);
+                    }
+                }
             }
         }
         let addr = self.got(facts, Part::RemoteAddr);
