@@ -37,6 +37,7 @@ from ..scan.blocks import (
     core_nearby,
     decode,
     scan_stream,
+    tune_allocator,
 )
 from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
@@ -106,6 +107,7 @@ class Engine:
                                    fact_table=self._fact_table, proof_table=self.rules.recovery.core_table(),
                                    header=PLOG_PID_PATTERN)
         if compile_nearby is not None:  # under the core its table answers the facts of every plain line
+            tune_allocator()
             # the prefilter's own table when it has one (the same rows; a frozen table, ~8 ms to compile)
             owner = (self.prefilter if self._fact_table
                      else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
