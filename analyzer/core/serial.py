@@ -442,6 +442,12 @@ REPORT_VERSION = 1  # the shape of a JSON or Parquet report (its `version`); a c
 PARQUET_METADATA_KEY = b"ddtriage"  # the report's head (inputs, summary, related, links) as JSON
 
 
+def parquet_head(handle: Any) -> bytes | None:
+    """The report head of an open `pyarrow.parquet.ParquetFile`: its key-value metadata, where
+    reports of every version hold it (older ones in the Arrow schema's metadata too)."""
+    return (handle.metadata.metadata or {}).get(PARQUET_METADATA_KEY)
+
+
 def load_pyarrow() -> Any:
     """pyarrow with its Parquet module, or an InputError that says how to install it."""
     try:

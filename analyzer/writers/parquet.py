@@ -5,8 +5,9 @@
 
 Written in row groups of `ROW_GROUP` findings as they stream from the store, so memory stays
 bounded however many findings there are. The file's key-value metadata `ddtriage` holds the
-report version and the input stats (files, lines, bytes, skipped inputs), which `ddtriage merge`
-reads back. Needs pyarrow (the `fleet` extra). A binary format: the CLI writes it to a file.
+report version, the input stats (files, lines, bytes, skipped inputs), related errors, link facts
+and proofs of recovery, which `ddtriage merge` reads back. Needs pyarrow (the `fleet` extra).
+A binary format: the CLI writes it to a file.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from ..core.serial import PARQUET_METADATA_KEY, REPORT_VERSION, arrow_schema, column_batch, load_pyarrow
+from ..core.serial import PARQUET_METADATA_KEY, REPORT_VERSION, arrow_schema, column_batch, load_pyarrow, parquet_head
 
 if TYPE_CHECKING:
     from ..core.records import Finding
@@ -41,8 +42,12 @@ def write(analysis: Analysis, out: BinaryIO) -> None:
             "related": [e.to_dict() for e in analysis.related],
             "links": [facts.to_dict(node) for node, facts in analysis.links.items()],
             "proofs": [p.to_dict() for p in analysis.proofs]}
-    target = schema().with_metadata({PARQUET_METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
+    # The head goes into the file's key-value metadata alone: as schema metadata it was stored twice
+    # (in the serialized Arrow schema as well), and a reader decoded both, ~30 MiB for one part
+    # of a fleet (megabytes of related errors and link facts) before reading a row.
+    target = schema()
     with pa.parquet.ParquetWriter(out, target, compression="zstd") as writer:
+        writer.add_key_value_metadata({PARQUET_METADATA_KEY: json.dumps(meta, sort_keys=True).encode()})
         rows: list[Finding] = []
         texts = analysis.rule_texts
         for f in analysis.findings:
@@ -61,7 +66,7 @@ def dump(data: bytes) -> str:
 
     pa = load_pyarrow()
     table = pa.parquet.read_table(io.BytesIO(data))
-    head = table.schema.metadata[PARQUET_METADATA_KEY].decode()
+    head = (parquet_head(pa.parquet.ParquetFile(io.BytesIO(data))) or b"").decode()
     lines = [head, ", ".join(f"{f.name}: {f.type}" for f in table.schema)]
     lines += [json.dumps(row, ensure_ascii=False) for row in table.to_pylist()]
     return "\n".join(lines) + "\n"

@@ -170,3 +170,21 @@ def test_a_merge_keeps_the_remedy_of_a_rule_only_a_part_knew(tmp_path):
         assert mine, fmt
         assert {f["remedy"] for f in mine} == {"Page the KV team, then relink the pair (runbook KV-7)."}, fmt
         assert {tuple(f["references"]) for f in mine} == {("runbook KV-7",)}, fmt
+
+
+def test_a_parquet_part_holds_its_head_once_and_older_parts_still_merge(fleet, tmp_path):
+    """The head (inputs, related errors, link facts, proofs) is in the file's key-value metadata
+    only, not a second time in the serialized Arrow schema (a reader decoded both: ~30 MiB for a
+    fleet's part); a part written the older way, with the head in both, merges the same."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    new = tmp_path / "new.parquet"
+    assert invoke("scan", str(fleet), "-q", "-o", str(new)).exit_code == 0
+    meta = pq.ParquetFile(new).metadata.metadata
+    assert b"ddtriage" in meta and len(meta[b"ARROW:schema"]) < len(meta[b"ddtriage"]) / 4
+    assert pq.ParquetFile(new).schema_arrow.metadata is None
+    table = pq.read_table(new)
+    old = tmp_path / "old.parquet"
+    pq.write_table(table.replace_schema_metadata({b"ddtriage": meta[b"ddtriage"]}), old, compression="zstd")
+    assert pq.ParquetFile(old).schema_arrow.metadata[b"ddtriage"] == meta[b"ddtriage"]  # the older layout
+    for fmt in ("json", "text"):
+        assert invoke("merge", str(old), "--format", fmt).stdout == invoke("merge", str(new), "--format", fmt).stdout
