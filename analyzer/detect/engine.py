@@ -111,7 +111,7 @@ class Engine:
             # the prefilter's own table when it has one (the same rows; a frozen table, ~8 ms to compile)
             owner = (self.prefilter if self._fact_table
                      else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
-            self.linkfacts.use_core(owner.core_facts())
+            self.linkfacts.use_core(owner.core_facts(), judges_proofs=owner.facts_judge_proofs)
             self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
 
     # -- one top-level input ---------------------------------------------------------------

@@ -156,9 +156,9 @@ class LineObserver:
                 if proof:
                     self._proof(state, cand.line_no, text, raw, node, process, None, record)
             return ()
-        facts = self.linkfacts.find(text, raw) if self.linkfacts.maybe_in(raw) else []
+        facts, may_prove = self.linkfacts.screen(text, raw)
         families = self.neighbours.families_in(raw)
-        if self.recovery.maybe_in(raw):
+        if self.recovery.maybe_in(raw) if may_prove is None else may_prove:
             header = record_headers(text, state.year)[0]
             pid = header.pid or state.layout.pid
             node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)

@@ -62,16 +62,33 @@ class LinkFactMatcher:
         self._raw_present: re.Pattern[bytes] | None = None  # built on first use
         self._screen: _Screen | None | bool = False  # built on first use (False: not yet)
         self._core: Any = None  # the compiled core's table (`ddtriage_core.Facts`), under the core
+        self._core_proofs = False  # whether that table holds the proofs of recovery too
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_core"] = None  # the core's table does not pickle: a worker's engine hands over its own
+        state["_core_proofs"] = False
         return state
 
-    def use_core(self, table: Any) -> None:
+    def use_core(self, table: Any, judges_proofs: bool = False) -> None:
         """Answer lines with the compiled core's table (equal to `find_plainly`; it leaves lines that
-        are not plain ASCII to this module)."""
+        are not plain ASCII to this module). `judges_proofs`: the table also holds the proofs of
+        recovery (`RecoveryTable.core_table()`), so it tells a line that cannot be one."""
         self._core = table
+        self._core_proofs = judges_proofs and table is not None
+
+    def screen(self, line: str, raw: bytes) -> tuple[list[Fact], bool | None]:
+        """The facts of a candidate line (`find` where its bytes hold a literal, else none) and,
+        under the core, whether it may be a proof of recovery (False only where
+        `RecoveryTable.find` says None); None: not judged, ask `RecoveryTable.maybe_in`. Where the
+        core answers, the line is plain ASCII and its text its bytes (no NUL, colour or CR dropped),
+        so a line without a literal gets no facts there either: the pre-test is the core's own."""
+        core = self._core
+        if core is not None and line.isascii() and len(line) == len(raw.rstrip(b"\r")):
+            found: list[Fact] | None = core.find(raw)
+            if found is not None:
+                return found, (core.maybe_proof(raw) if self._core_proofs else None)
+        return (self.find(line, raw) if self.maybe_in(raw) else []), None
 
     def find(self, line: str, raw: bytes | None = None) -> list[Fact]:
         """[(kind, value)] on one line, in the order of the kinds (`raw`: the line's bytes, when

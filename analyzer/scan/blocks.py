@@ -215,6 +215,7 @@ class Prefilter:
         self.proof_table = None if proof_table is None else tuple(proof_table)
         self.header = header
         self._facts: object = None  # the core's compiled table, built on first use (False: none)
+        self.facts_judge_proofs = False  # whether that table holds the proofs (`Facts.maybe_proof`)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -240,6 +241,7 @@ class Prefilter:
                 proofs = None if self.proof_table is None else list(self.proof_table)
                 try:
                     self._facts = _core.Facts(list(self.fact_table), proofs, self.header)
+                    self.facts_judge_proofs = proofs is not None
                 except ValueError:  # a proof or header the core cannot read: facts only, no rows
                     self._facts = _core.Facts(list(self.fact_table))
         return self._facts or None

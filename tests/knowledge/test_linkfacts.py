@@ -161,3 +161,37 @@ def test_the_core_equals_find_plainly_on_generated_lines():
             assert got == matcher.find_plainly(decode(raw)), raw
 
     check()
+
+
+def test_screen_equals_the_literal_pre_test_then_find_on_generated_lines():
+    """`LinkFactMatcher.screen` (what the engine asks of each candidate line) gives the facts that
+    `find` gives behind the `maybe_in` pre-test, and where the core judges proofs, it says a line
+    cannot be one only where `RecoveryTable.find` says None: whether the core answers or not."""
+    from analyzer.knowledge.rules import RuleSet
+    from analyzer.scan.blocks import decode
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    rules = RuleSet.load()
+    core = _core()
+    with_core = RuleSet.load().linkfacts
+    with_core.use_core(core.Facts(list(with_core.core_table()), list(rules.recovery.core_table())),
+                       judges_proofs=True)
+    plain = _table()
+    proofs = ["link clusters success", "Successfully build link", "link success", "remote cluster 2", "success"]
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.one_of(st.sampled_from(PIECES + proofs).map(str.encode), st.binary(max_size=6)),
+                    max_size=24))
+    def check(parts: list[bytes]) -> None:
+        raw = b"".join(parts).replace(b"\n", b" ")
+        text = decode(raw)
+        expected = plain.find(text, raw) if plain.maybe_in(raw) else []
+        for matcher in (with_core, plain):
+            facts, may_prove = matcher.screen(text, raw)
+            assert facts == expected, raw
+            if may_prove is False:
+                assert rules.recovery.find(text) is None, raw
+        assert plain.screen(text, raw)[1] is None  # no core: the recovery table's own pre-test
+
+    check()
