@@ -1,6 +1,7 @@
 //! Properties of the core's line parser on arbitrary bytes: the prefilter's candidate lines are
-//! exactly the lines that hold a literal (either search: the trigram index, or Aho-Corasick when
-//! a literal is shorter than 3 bytes), and the link-fact table answers any line without a panic.
+//! exactly the lines that hold a literal (every search: the trigram index with and without its
+//! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), and the link-fact table
+//! answers any line without a panic.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
 #[path = "../src/codes.rs"]
@@ -21,34 +22,66 @@ const CODES: [&[u8]; 3] = [b"0x5010", b"LLM_", b"134327"];
 const FACTS: [&[u8]; 3] = [b"ole", b"remote", b"cluster_id"];
 
 fn core(extra: &[&[u8]]) -> prefilter::Core {
-    let literals: Vec<Vec<u8>> = CODES
-        .iter()
-        .chain(extra)
-        .chain(FACTS.iter())
-        .map(|l| l.to_vec())
-        .collect();
+    core_of(&CODES.iter().chain(extra).copied().collect::<Vec<_>>(), &FACTS)
+}
+
+/// A core of code literals `codes` and fact literals `facts`, as `Matcher` builds it.
+fn core_of(codes: &[&[u8]], facts: &[&[u8]]) -> prefilter::Core {
+    let facts = facts.iter().filter(|f| !codes.contains(f));
+    let literals: Vec<Vec<u8>> = codes.iter().chain(facts).map(|l| l.to_vec()).collect();
     let ac = AhoCorasickBuilder::new()
         .match_kind(MatchKind::LeftmostFirst)
         .build(&literals)
         .unwrap();
-    prefilter::Core::new(Some(ac), CODES.len() + extra.len(), Vec::new(), literals)
+    prefilter::Core::new(Some(ac), codes.len(), Vec::new(), literals)
 }
 
 /// The lines of buf[begin..] that hold a literal, by brute force: (start, stop, facts only).
 fn reference(buf: &[u8], begin: usize, extra: &[&[u8]]) -> Vec<(usize, usize, bool)> {
+    reference_of(
+        buf,
+        begin,
+        &CODES.iter().chain(extra).copied().collect::<Vec<_>>(),
+        &FACTS,
+    )
+}
+
+fn reference_of(buf: &[u8], begin: usize, codes: &[&[u8]], facts: &[&[u8]]) -> Vec<(usize, usize, bool)> {
     let mut out = Vec::new();
     let mut start = begin;
     while start < buf.len() || (start == begin && begin < buf.len()) {
         let stop = memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
         let line = &buf[start..stop];
         let holds = |l: &&[u8]| memmem::find(line, l).is_some();
-        let full = CODES.iter().chain(extra).any(holds);
-        if full || FACTS.iter().any(holds) {
+        let full = codes.iter().any(holds);
+        if full || facts.iter().any(holds) {
             out.push((start, stop, !full));
         }
         start = stop + 1;
     }
     out
+}
+
+fn lines(got: Vec<prefilter::Line>) -> Vec<(usize, usize, bool)> {
+    got.iter().map(|l| (l.start, l.stop, l.facts_only)).collect()
+}
+
+/// Literals of 3 to 6 bytes over a few letters: they share windows, overlap and hold one another.
+fn small_literals(n: usize) -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop::collection::vec(
+        prop::collection::vec(prop::sample::select(&b"abo l\xff"[..]), 3..7),
+        1..n,
+    )
+}
+
+/// Text of those letters (a newline now and then), long runs of one byte, and arbitrary bytes.
+fn text_of_few_letters() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        4 => prop::collection::vec(prop::sample::select(&b"abo l\xff\n"[..]), 0..24),
+        1 => (any::<u8>(), 0usize..200).prop_map(|(b, n)| vec![b; n]),
+        1 => prop::collection::vec(any::<u8>(), 0..8),
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
 }
 
 fn bytes_like_logs() -> impl Strategy<Value = Vec<u8>> {
@@ -81,8 +114,36 @@ proptest! {
     fn candidate_lines_are_the_lines_holding_a_literal(data in bytes_like_logs(), skip in 0usize..16) {
         let begin = skip.min(data.len());
         for extra in [&[][..], &[&b"Qz"[..]][..]] {
-            let got: Vec<_> = core(extra).tiers(&data, begin, data.len()).iter().map(|l| (l.start, l.stop, l.facts_only)).collect();
-            prop_assert_eq!(got, reference(&data, begin, extra));
+            prop_assert_eq!(lines(core(extra).tiers(&data, begin, data.len())), reference(&data, begin, extra));
+        }
+        prop_assert_eq!(lines(core(&[]).without_simd().tiers(&data, begin, data.len())), reference(&data, begin, &[]));
+    }
+
+    /// Many literals of few letters (windows shared, literals of exactly 3 bytes, one inside
+    /// another), long lines and long runs, a region that ends before the buffer does, and a core
+    /// whose anchors and filter were fitted to another buffer first.
+    #[test]
+    fn candidate_lines_of_many_literals(
+        lits in small_literals(48),
+        split in 0usize..48,
+        train in text_of_few_letters(),
+        data in text_of_few_letters(),
+        skip in 0usize..40,
+        cut in 0usize..40,
+    ) {
+        let (codes, facts) = lits.split_at(split.min(lits.len()));
+        let codes: Vec<&[u8]> = codes.iter().map(|l| l.as_slice()).collect();
+        let facts: Vec<&[u8]> = facts.iter().map(|l| l.as_slice()).collect();
+        let end = data.len() - cut.min(data.len());
+        let begin = skip.min(end);
+        let want = reference_of(&data[..end], begin, &codes, &facts);
+        for simd in [true, false] {
+            let core = core_of(&codes, &facts);
+            let core = if simd { core } else { core.without_simd() };
+            if !train.is_empty() {
+                prop_assert_eq!(lines(core.tiers(&train, 0, train.len())), reference_of(&train, 0, &codes, &facts));
+            }
+            prop_assert_eq!(lines(core.tiers(&data, begin, end)), want.clone());
         }
     }
 
