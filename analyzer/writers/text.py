@@ -118,6 +118,7 @@ def _lines(analysis: Analysis, width: int = WIDTH, full: bool = False) -> str:
     and tables."""
     s, st = analysis.summary, Style(False)
     out = _wrap("ddtriage: " + inputs_line(analysis), "", width)
+    out += _recurring_lead(analysis, width)
     storm = is_storm(s)
     if s.incidents:
         out += incidents_section(analysis, width, st, full)
@@ -252,6 +253,27 @@ def _burst(n: int, burst: Burst, width: int = WIDTH, full: bool = False) -> list
     if extras:
         out += _wrap("+ " + extras, "    ", width, rest="      ")
     return out
+
+
+# A failure seen in this many bundles, more than the two sides of one link, recurs across a fleet:
+# the report's header names it.
+FLEET_BUNDLES = 3
+
+
+def _recurring_lead(analysis: Analysis, width: int) -> list[str]:
+    """Under the header of a fleet's scan: the failure seen in the most bundles, so the first
+    screen says whether the fleet fails alike (the incidents, one node each, follow). Not for a
+    failure of two bundles: the two sides of one link failing alike is what their incidents tell."""
+    s = analysis.summary
+    bundles = len(s.bundles) + s.more_bundles
+    rows = [r for r in s.fingerprints if r.bundles > 1 and not r.generic]
+    if not rows or rows[0].bundles < FLEET_BUNDLES:  # most widespread first (`FleetTally.fingerprint_rows`)
+        return []
+    top = rows[0]
+    failure = describe_code(top.code, top.name) + (" " + t("recurring_from", api=top.api) if top.api else "")
+    more = t("recurring_more", count=f"{len(rows) - 1:,}") if len(rows) > 1 else ""
+    return _wrap(t("recurring_lead", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node"),
+                   failure=failure, in_bundles=plural(top.bundles, "bundle"), more=more), "", width, rest="  ")
 
 
 def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> list[str]:

@@ -68,8 +68,15 @@ def test_a_file_given_is_its_own_bundle_and_the_text_report_shows_recurring_afte
     assert {f["bundle"] for f in report["findings"]} == {"fleet/decode-node-3.tar.gz", "fleet/decode-node-5"}
     text = CliRunner().invoke(cli, ["scan", "fleet", "--fail-on", "never", "--quiet"]).stdout
     lines = text.splitlines()
-    assert lines[3].startswith("Incidents: ")  # the first screen is the diagnosis (issue 22), the tables follow
-    start = next(i for i, line in enumerate(lines) if line.startswith("Recurring across 13 bundles and 13 nodes:"))
+    # The first screen is the diagnosis (issue 22): the failure most bundles share (one line
+    # under the header, issue 12), then the incidents; the tables follow.
+    lead = " ".join(line.strip() for line in lines[lines.index("") - 2:lines.index("")])
+    assert lead.startswith("Recurring across 13 bundles and 13 nodes: LLM_WAIT_PROC_TIMEOUT (0x5010B001) from "), lead
+    assert lines[lines.index("") + 1].startswith("Incidents: ")
+    start = next(i for i, line in enumerate(lines) if line.startswith("Recurring across 13 bundles and 13 nodes:")
+                 and "more than one bundle" in line)
+    failures = int(lines[start].split(": ")[1].split()[0])  # "... nodes: 50 failures in more than one bundle"
+    assert lead.endswith(f"in 7 bundles, and {failures - 1} more; the table below"), lead
     assert any("7     7" in line and "LLM_WAIT_PROC_TIMEOUT" in line for line in lines[start:start + 12])
 
 
@@ -253,7 +260,10 @@ def _scan(fleet: Path, fmt: str) -> str:
 
 def test_text_first_screen_names_the_specific_failure_and_counts_the_echoes(tmp_path):
     text = _scan(_fleet(tmp_path), "text").splitlines()
-    start = next(i for i, line in enumerate(text) if line.startswith("Recurring across"))
+    assert " ".join(line.strip() for line in text[2:4]) == (  # under the header: the specific failure, no echo
+        "Recurring across 3 bundles and 3 nodes: LLM_TIMEOUT (0x5010B01A) from PushKvBlocks in 3 bundles; "
+        "the table below")
+    start = next(i for i, line in enumerate(text) if line.startswith("Recurring across") and "more than" in line)
     assert text[start] == "Recurring across 3 bundles and 3 nodes: 1 failure in more than one bundle"
     assert text[start + 2].split() == ["3", "3", "3", "LLM_TIMEOUT", "(0x5010B01A)", "from", "PushKvBlocks", "->",
                                        "relink"]
