@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, Input, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 use regex::bytes::{Regex, RegexSet};
 
 /// One row of the table, as Python hands it over.
@@ -137,29 +137,8 @@ impl FactTable {
         } else {
             Some(RegexSet::new(&texts).map_err(|e| e.to_string())?)
         };
-        // A leftmost-longest match at a start also says every literal that is a prefix of it.
-        let lit_kinds: Vec<Vec<usize>> = literals
-            .iter()
-            .map(|l| {
-                let mut ks: Vec<usize> = (0..literals.len())
-                    .filter(|&j| l.starts_with(&literals[j]))
-                    .flat_map(|j| lit_kinds[j].iter().copied())
-                    .collect();
-                ks.sort_unstable();
-                ks.dedup();
-                ks
-            })
-            .collect();
-        let ac = if literals.is_empty() {
-            None
-        } else {
-            Some(
-                AhoCorasickBuilder::new()
-                    .match_kind(MatchKind::LeftmostLongest)
-                    .build(&literals)
-                    .map_err(|e| e.to_string())?,
-            )
-        };
+        let lit_kinds = with_prefixes(&literals, &lit_kinds);
+        let ac = leftmost_longest(&literals)?;
         Ok(FactTable {
             ids,
             kinds,
@@ -186,19 +165,19 @@ impl FactTable {
             return Answer::Facts(Vec::new());
         };
         let mut present = vec![false; self.kinds.len()];
-        // Every start where a literal matches (the search resumes one byte after each match's start).
-        let mut pos = 0;
-        while pos < line.len() {
-            let Some(m) = ac.find(Input::new(line).span(pos..line.len())) else {
-                break;
-            };
-            for &k in &self.lit_kinds[m.pattern().as_usize()] {
+        let mut python = false;
+        for_each_start(ac, line, |m| {
+            for &k in &self.lit_kinds[m] {
                 if !self.kinds[k].portable {
-                    return Answer::Python;
+                    python = true;
+                    return false;
                 }
                 present[k] = true;
             }
-            pos = m.start() + 1;
+            true
+        });
+        if python {
+            return Answer::Python;
         }
         let mut out = Vec::new();
         if !present.contains(&true) {
@@ -267,6 +246,52 @@ fn add_literals(
     Ok(())
 }
 
+/// Per literal, the rows of every literal that is a prefix of it (itself too): a leftmost-longest
+/// match at a start also says that each of those is there.
+fn with_prefixes(literals: &[Vec<u8>], rows_of: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    literals
+        .iter()
+        .map(|l| {
+            let mut rows: Vec<usize> = (0..literals.len())
+                .filter(|&j| l.starts_with(&literals[j]))
+                .flat_map(|j| rows_of[j].iter().copied())
+                .collect();
+            rows.sort_unstable();
+            rows.dedup();
+            rows
+        })
+        .collect()
+}
+
+/// A leftmost-longest automaton of the literals (None: there are none). Its prefilter skips to
+/// the few places a literal may start, unlike an overlapping search, which steps every byte.
+fn leftmost_longest(literals: &[Vec<u8>]) -> Result<Option<AhoCorasick>, String> {
+    if literals.is_empty() {
+        return Ok(None);
+    }
+    AhoCorasickBuilder::new()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(literals)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
+/// `f(literal)` for the longest literal at every start where one matches, left to right (each
+/// search resumes one byte after the last match's start), until `f` says false. With
+/// `with_prefixes`, every literal in the line is seen.
+fn for_each_start(ac: &AhoCorasick, line: &[u8], mut f: impl FnMut(usize) -> bool) {
+    let mut pos = 0;
+    while pos < line.len() {
+        let Some(m) = ac.find(Input::new(line).span(pos..line.len())) else {
+            break;
+        };
+        if !f(m.pattern().as_usize()) {
+            break;
+        }
+        pos = m.start() + 1;
+    }
+}
+
 /// The line as `decode` leaves it when it is plain ASCII: without its trailing CRs.
 pub fn without_cr(raw: &[u8]) -> &[u8] {
     let mut end = raw.len();
@@ -324,20 +349,8 @@ impl ProofTable {
                 portable,
             });
         }
-        // Overlapping matches: every literal present is seen, whichever starts first.
-        let ac = if literals.is_empty() {
-            None
-        } else {
-            // A DFA without a prefilter: the proofs' literals hold common bytes (`link cluster`,
-            // `success`), so a rare-byte prefilter only slows the overlapping search of a line.
-            Some(
-                AhoCorasickBuilder::new()
-                    .kind(Some(AhoCorasickKind::DFA))
-                    .prefilter(false)
-                    .build(&literals)
-                    .map_err(|e| e.to_string())?,
-            )
-        };
+        let lit_proofs = with_prefixes(&literals, &lit_proofs);
+        let ac = leftmost_longest(&literals)?;
         Ok(ProofTable { proofs, ac, lit_proofs })
     }
 
@@ -347,23 +360,41 @@ impl ProofTable {
         let Some(ac) = &self.ac else { return false };
         let mut present = vec![false; self.proofs.len()];
         let mut any = false;
-        for m in ac.find_overlapping_iter(line) {
-            for &k in &self.lit_proofs[m.pattern().as_usize()] {
+        for_each_start(ac, line, |m| {
+            for &k in &self.lit_proofs[m] {
                 present[k] = true;
                 any = true;
             }
-        }
+            true
+        });
         any && self.proofs.iter().zip(present).any(|(p, here)| {
             here && (!p.portable || p.regexes().is_none_or(|res| res.iter().any(|re| re.is_match(line))))
         })
     }
 }
 
+/// The plog grammar (`core.headers.PLOG_PID_PATTERN`) whose pid `plog_pid` reads by hand.
+///
+/// In any match of `^[ \t]*(?:` this `)`, nothing before `\(` can match a `(` (blanks, `[`, the
+/// level's letters and `0`, `]`, `\s`, `[\w-]`), so `\(` is the line's first `(`; after it `\s*`
+/// must take every blank (a digit follows) and `\d+` every digit (a `\s` or `,` follows). So the
+/// pid group is the same in every match, whichever the engine picks: it is enough to know that
+/// the line matches. Any other pattern is read with `Regex::captures`.
+pub const PLOG_PATTERN: &str = concat!(
+    r"\[?(?P<level>ERR[O0]R|WARNING|WARN|INFO|DEBUG|EVENT|TRACE|CRITICAL|FATAL)\]\s*",
+    r"(?P<module>[A-Za-z_][\w-]*)\s*\(\s*(?P<pid>\d+)\s*,\s*(?P<pname>[^)]{0,256})\)\s*:\s*",
+    r"(?P<date>\d{4}-\d\d-\d\d)[- T](?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<ms>\d{1,3})(?:[.,](?P<us>\d{1,3}))?)?\s*",
+    r"(?:\[(?P<file>[^\]\s:]+):(?P<fline>\d+)\]\s*)?",
+);
+
 /// The process id of a plog header at the start of a line (`core.headers.header_pid` where the
 /// plog header matches): the pattern Python hands over, anchored after leading blanks.
 pub struct PidHeader {
     pattern: String,
     re: OnceLock<Regex>, // compiled on the first fact line (~12 ms: `{0,256}`)
+    // the pattern is `PLOG_PATTERN`: `is_match` (a DFA, ~0.1 us) and `plog_pid`, not `captures`
+    // (a backtracker over `{0,256}`, ~0.6 us a line)
+    by_hand: bool,
 }
 
 impl PidHeader {
@@ -371,6 +402,7 @@ impl PidHeader {
         if let Some(why) = unportable(pattern) {
             return Err(format!("the header pattern: {why}"));
         }
+        let by_hand = pattern == PLOG_PATTERN;
         let pattern = format!("(?-u)^[ \t]*(?:{pattern})");
         // Parsed now, so a bad pattern is refused here; the automaton is built on first use.
         let ast = regex_syntax::ast::parse::Parser::new()
@@ -387,6 +419,7 @@ impl PidHeader {
         Ok(PidHeader {
             pattern,
             re: OnceLock::new(),
+            by_hand,
         })
     }
 
@@ -395,11 +428,42 @@ impl PidHeader {
             .get_or_init(|| Regex::new(&self.pattern).expect("parsed when the table was built"))
     }
 
+    /// Whether the pid is read by hand (the pattern is `PLOG_PATTERN`), not by `captures`.
+    pub fn by_hand(&self) -> bool {
+        self.by_hand
+    }
+
     /// The pid, or None when the line has no plog header (Python then tries the other headers).
     pub fn pid<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        if self.by_hand {
+            if !self.re().is_match(line) {
+                return None;
+            }
+            if let Some(pid) = plog_pid(line) {
+                return Some(pid);
+            }
+            // unreachable on a match (see `PLOG_PATTERN`); the regex answers if it ever were
+        }
+        self.pid_by_regex(line)
+    }
+
+    /// The pid as `Regex::captures` reads it (the reference `pid` must equal).
+    pub fn pid_by_regex<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
         self.re()
             .captures(line)
             .and_then(|c| c.name("pid"))
             .map(|m| m.as_bytes())
     }
+}
+
+/// The pid of a line that `PLOG_PATTERN` matches: the digits after its first `(` and the blanks
+/// (`\s`: ASCII, with the vertical tab) that follow it; None if there are none.
+pub fn plog_pid(line: &[u8]) -> Option<&[u8]> {
+    let open = memchr::memchr(b'(', line)?;
+    let rest = &line[open + 1..];
+    let start = rest
+        .iter()
+        .position(|&b| !matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' '))?;
+    let digits = rest[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+    (digits > 0).then(|| &rest[start..start + digits])
 }

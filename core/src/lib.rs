@@ -929,6 +929,13 @@ impl Facts {
             .map(|p| String::from_utf8_lossy(p).into_owned())
     }
 
+    /// Whether the header's pid is read by hand (`facts::PLOG_PATTERN`), not by regex captures:
+    /// a test asks, so that a changed plog grammar does not quietly slow every fact line.
+    #[getter]
+    fn header_by_hand(&self) -> bool {
+        self.header.as_ref().is_some_and(|h| h.by_hand())
+    }
+
     /// The facts of one raw line, or None when Python must decide (the twin tests ask).
     fn find(&self, py: Python<'_>, raw: &[u8]) -> PyResult<Option<Vec<(String, String)>>> {
         let table = self.table.clone();

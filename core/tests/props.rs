@@ -1,7 +1,9 @@
 //! Properties of the core's line parser on arbitrary bytes: the prefilter's candidate lines are
 //! exactly the lines that hold a literal (every search: the trigram index with and without its
-//! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), and the link-fact table
-//! answers any line without a panic.
+//! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), the link-fact table
+//! answers any line without a panic and as a plain reference does (each kind whose literal is
+//! there: its patterns in order), the proofs' screen says "maybe" whenever a plain reference does,
+//! and the plog pid read by hand is the one `Regex::captures` reads.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
 #[path = "../src/codes.rs"]
@@ -107,6 +109,241 @@ fn bytes_like_logs() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(piece, 0..48).prop_map(|ps| ps.concat())
 }
 
+/// The plog grammar as Python hands it over (`facts::PLOG_PATTERN`: the pid is read by hand).
+fn plog() -> facts::PidHeader {
+    let h = facts::PidHeader::new(facts::PLOG_PATTERN).unwrap();
+    assert!(h.by_hand());
+    h
+}
+
+/// Lines shaped like plog headers, whole or damaged: the pieces of the grammar and odd bytes.
+fn header_like() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..4),
+        prop::collection::vec(
+            prop::sample::select(b"[]() ,:-.0123456789aZ\t\x0b\x0c\r\n".to_vec()),
+            0..4
+        ),
+        prop::sample::select(vec![
+            &b"["[..],
+            b"]",
+            b"ERROR",
+            b"ERR0R",
+            b"WARN",
+            b"WARNING",
+            b"INFO",
+            b"EVENT",
+            b"GE",
+            b"HCCL",
+            b"LLM_DATADIST",
+            b"-",
+            b"_",
+            b"(",
+            b")",
+            b"6120",
+            b"0",
+            b",",
+            b"python3",
+            b"  ",
+            b" ",
+            b"\t",
+            b"\x0b",
+            b":",
+            b" :",
+            b"2025-11-12",
+            b"-03:41:30",
+            b" 03:41:30",
+            b"T03:41:30",
+            b".001.118",
+            b",001",
+            b"[llm_datadist.cc:300]",
+            b"6190 Func: ",
+            b"\r",
+            b"\xc3\xa9",
+            b"\x00",
+        ])
+        .prop_map(|p| p.to_vec()),
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
+}
+
+/// A well-formed plog header with generated fields, then arbitrary bytes.
+fn plog_line() -> impl Strategy<Value = Vec<u8>> {
+    let blanks = || prop::collection::vec(prop::sample::select(b" \t\x0b\x0c\r\n".to_vec()), 0..3);
+    (
+        prop::collection::vec(prop::sample::select(b" \t".to_vec()), 0..3),
+        prop::sample::select(vec!["[INFO]", "ERR0R]", "[WARNING]", "[WARN]", "[EVENT]"]),
+        blanks(),
+        "[A-Za-z_][A-Za-z0-9_-]{0,8}",
+        (blanks(), "[0-9]{1,7}", blanks()),
+        prop::collection::vec(any::<u8>().prop_filter("not )", |b| *b != b')'), 0..=256),
+        (
+            blanks(),
+            blanks(),
+            "[0-9]{4}-[0-9]{2}-[0-9]{2}[- T][0-9]{2}:[0-9]{2}:[0-9]{2}",
+        ),
+        prop::collection::vec(any::<u8>(), 0..40),
+    )
+        .prop_map(
+            |(lead, level, b0, module, (b1, pid, b2), pname, (b3, b4, stamp), tail)| {
+                [
+                    &lead[..],
+                    level.as_bytes(),
+                    &b0,
+                    module.as_bytes(),
+                    b"(",
+                    &b1,
+                    pid.as_bytes(),
+                    &b2,
+                    b",",
+                    &pname,
+                    b")",
+                    &b3,
+                    b":",
+                    &b4,
+                    stamp.as_bytes(),
+                    &tail,
+                ]
+                .concat()
+            },
+        )
+}
+
+const KINDS: [(&str, &[&str], &[&str]); 4] = [
+    (
+        "role",
+        &["ole", "kv_producer"],
+        &[
+            r"(?i)\brole\s*(?:=|:)\s*(?P<value>prompt|decode)\b",
+            r"(?P<value>kv_producer|kv_consumer)",
+        ],
+    ),
+    (
+        "remote_addr",
+        &["remote", "emo"],
+        &[
+            r"(?i)\bremote\s*(?:=|:)?\s*(?P<value>\d{1,3}(?:\.\d{1,3}){3}:\d{2,5})",
+            r"remote (?P<ip>[\d.]*):(?P<port>\d*)",
+        ],
+    ),
+    (
+        "local_cluster",
+        &["cluster_id", "cluster id"],
+        &[
+            r"(?i)\bcluster[ _]id\s*=\s*(?P<value>\d*)",
+            r#""cluster_id"\s*:\s*(?P<value>\d+)"#,
+        ],
+    ),
+    // `ster_id` lies inside another kind's `cluster_id`: a literal seen only where matches overlap
+    (
+        "req_id",
+        &["req_id", "req_id=", "ster_id"],
+        &[r"(?i)\b(?:req|cluster)_id=(?P<value>[A-Za-z0-9]+)"],
+    ),
+];
+
+fn fact_table() -> facts::FactTable {
+    facts::FactTable::new(
+        KINDS
+            .iter()
+            .map(|(id, lits, pats)| {
+                let values = vec![("prompt".to_string(), "Prompt".to_string())];
+                (
+                    id.to_string(),
+                    lits.iter().map(|l| l.to_string()).collect(),
+                    pats.iter().map(|p| p.to_string()).collect(),
+                    values,
+                )
+            })
+            .collect(),
+    )
+    .unwrap()
+}
+
+/// `find_plainly` on a line of printable ASCII: each kind one of whose literals is in the line,
+/// its patterns in order, the first with a non-empty value (else `ip`:`port`).
+fn facts_plainly(line: &[u8]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (k, (_, lits, pats)) in KINDS.iter().enumerate() {
+        if !lits.iter().any(|l| memmem::find(line, l.as_bytes()).is_some()) {
+            continue;
+        }
+        for p in pats.iter() {
+            let re = regex::bytes::Regex::new(&format!("(?-u){p}")).unwrap();
+            let Some(c) = re.captures(line) else { continue };
+            let value = match (c.name("value"), c.name("ip"), c.name("port")) {
+                (Some(v), _, _) => v.as_bytes().to_vec(),
+                (None, Some(ip), Some(port)) if !ip.is_empty() && !port.is_empty() => {
+                    [ip.as_bytes(), b":", port.as_bytes()].concat()
+                }
+                _ => continue,
+            };
+            if !value.is_empty() {
+                let value = String::from_utf8(value).unwrap();
+                out.push((
+                    k,
+                    if value.eq_ignore_ascii_case("prompt") {
+                        "Prompt".into()
+                    } else {
+                        value
+                    },
+                ));
+                break;
+            }
+        }
+    }
+    out
+}
+
+const PROOFS: [(&str, &[&str], &[&str]); 2] = [
+    // `he success` lies inside the other proof's `cache success`
+    (
+        "link",
+        &["link cluster", "link", "link success", "he success"],
+        &[r"(?i)\b(?:link(?: clusters?)?|cache) success\b"],
+    ),
+    (
+        "transfer",
+        &["cache success", "ss"],
+        &[r"(?i)\bpull cache success\b", r"push_cache success"],
+    ),
+];
+
+fn fact_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        prop::collection::vec(prop::sample::select(b" =:.,_\"0123456789aZ".to_vec()), 0..6),
+        prop::collection::vec(any::<u8>(), 0..3),
+        prop::sample::select(vec![
+            &b"role"[..],
+            b"Role",
+            b"ole",
+            b"prompt",
+            b"kv_producer",
+            b"remote",
+            b"REMOTE",
+            b"emo",
+            b"10.1.2.3:20405",
+            b"cluster_id",
+            b"cluster_id=",
+            b"cluster id",
+            b"\"cluster_id\"",
+            b"req_id=",
+            b"req_id",
+            b"link",
+            b"link cluster",
+            b"link clusters",
+            b" success",
+            b"cache success",
+            b"Pull ",
+            b"push_cache",
+            b"success",
+            b"\r",
+        ])
+        .prop_map(|p| p.to_vec()),
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -185,5 +422,45 @@ proptest! {
                 prop_assert!(start < end && end <= line.len() && form <= codes::GENERIC);
             }
         }
+    }
+
+    #[test]
+    fn the_fact_table_answers_as_find_plainly(data in fact_bytes()) {
+        let table = fact_table();
+        let line = facts::without_cr(&data);
+        let plain = line.iter().all(|&b| (0x20..0x7F).contains(&b) || b == b'\t');
+        match table.find(&data) {
+            facts::Answer::Facts(found) => {
+                prop_assert!(plain);
+                prop_assert_eq!(found, facts_plainly(line));
+            }
+            facts::Answer::Python => prop_assert!(!plain),
+        }
+    }
+
+    #[test]
+    fn the_proof_screen_says_maybe_where_a_proof_may_be(data in fact_bytes()) {
+        let rows = PROOFS.iter().map(|(id, lits, pats)| (id.to_string(), lits.iter().map(|l| l.to_string()).collect(), pats.iter().map(|p| p.to_string()).collect())).collect();
+        let table = facts::ProofTable::new(rows).unwrap();
+        let line = facts::without_cr(&data);
+        let reference = PROOFS.iter().any(|(_, lits, pats)| {
+            lits.iter().any(|l| memmem::find(line, l.as_bytes()).is_some())
+                && pats.iter().any(|p| regex::bytes::Regex::new(&format!("(?-u){p}")).unwrap().is_match(line))
+        });
+        prop_assert_eq!(table.maybe(line), reference);
+    }
+
+    #[test]
+    fn the_plog_pid_by_hand_is_the_regex_pid(data in any::<Vec<u8>>(), like in header_like(), line in plog_line()) {
+        let h = plog();
+        for l in [&data, &like, &line] {
+            prop_assert_eq!(h.pid(l), h.pid_by_regex(l));
+            // and not by falling back: on every match the hand reads the regex's pid
+            if let Some(pid) = h.pid_by_regex(l) {
+                prop_assert_eq!(facts::plog_pid(l), Some(pid));
+            }
+        }
+        // a generated header always matches: the hand-read path is the one taken
+        prop_assert!(h.pid(&line).is_some());
     }
 }

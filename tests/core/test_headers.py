@@ -31,6 +31,13 @@ def test_the_core_reads_the_pid_python_reads() -> None:
     assert facts.header_pid(b"(Worker_TP3 pid=5569) INFO 11-12 03:41:36 [x.py:1] local cluster id = 1") is None
 
 
+def test_the_core_reads_this_grammar_by_hand() -> None:
+    # the core's fast path (`facts::PLOG_PATTERN`) holds only for this exact pattern; another
+    # grammar is still read right (by regex captures), only slower: keep the two in step
+    assert _core_facts().header_by_hand
+    assert not _core_facts(PLOG_PID_PATTERN + "x").header_by_hand
+
+
 def test_generated_headers() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
