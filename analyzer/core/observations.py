@@ -360,6 +360,19 @@ class Observed:
         self._trim()
         return sorted(self.related, key=_related_key)
 
+    def related_keys(self) -> set[RelatedKey]:
+        """The report-order keys of the related errors kept (distinct)."""
+        return {_related_key(e) for e in self.related}
 
-def _related_key(e: RelatedEvent) -> tuple[str, int, str, str]:
+    def drop_related_after(self, bound: RelatedKey) -> None:
+        """Count, not keep, the related errors ordered after `bound` (`parallel.RelatedCut`)."""
+        kept = [e for e in self.related if _related_key(e) <= bound]
+        self.related_dropped += len(self.related) - len(kept)
+        self.related = kept
+
+
+RelatedKey = tuple[str, int, str, str]  # a related error's place in report order
+
+
+def _related_key(e: RelatedEvent) -> RelatedKey:
     return (e.source, e.line, e.family, e.code)

@@ -8,7 +8,8 @@ the report is byte-identical.
 - `ADDRESS` is `tcp://host:port` (a running `dask scheduler`) or `local[:N]` (a `LocalCluster` of
   N worker processes, one thread each; N defaults to the CPU count).
 - The engine factory is scattered to the workers once; each worker thread builds its engine on
-  its first unit and keeps it for the rest of the run (`_engine_for`), never one per task.
+  its first unit and keeps it for the rest of the run (`_engine_for`), never one per task, with
+  its `parallel.ProcessCut`: what cannot make the report's cut stays in the worker, as in the pool.
 - A worker that dies mid-task: the scheduler hands its units to another worker (Dask's own
   bookkeeping). Each unit is one keyed future, so a unit's result is taken once: nothing is lost
   or counted twice.
@@ -38,7 +39,7 @@ from urllib.parse import urlsplit
 from ..core.errors import InputError
 from ..core.progress import Progress
 from ..inputs import unpack
-from .parallel import EngineFactory, UnitResult, WorkUnit, _die_with_parent, cpu_count, run_unit
+from .parallel import EngineFactory, ProcessCut, UnitResult, WorkUnit, _die_with_parent, cpu_count, run_unit
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -48,6 +49,10 @@ if TYPE_CHECKING:
 CONNECT_SECONDS = 30  # how long to wait for a scheduler before giving up
 CLOSE_SECONDS = 2  # how long a normal close may wait for the local workers to stop
 EXIT_SECONDS = 2  # after Ctrl-C or SIGTERM, the process ends within this, whatever Dask still waits for
+# Our own local cluster has no dashboard, so nothing reads what a worker's statistical profiler
+# samples of every thread every 10 ms, nor the event-loop latency each process measures every
+# 20 ms; both take the GIL from the scanning thread (a 500-bundle fleet: ~1 s of 20).
+QUIET_CLUSTER = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 _STOPPING = {"on": False}  # forked local workers ignore Ctrl-C (set while a LocalCluster of ours runs)
 
 
@@ -130,7 +135,7 @@ def _local_cluster(workers: int) -> Iterator[Client]:
     clusters = {id(c) for c in SpecCluster._instances}
     # Kept for the cluster's whole life: a worker that dies is restarted the same way.
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ,
-                          "distributed.worker.multiprocessing-method": method}):
+                          "distributed.worker.multiprocessing-method": method, **QUIET_CLUSTER}):
         client = None
         try:
             _STOPPING["on"] = True
@@ -283,23 +288,24 @@ class DaskRunner:
             raise InputError(f"the cluster returned no result for {units[ready].source.name}")
 
 
-_LOCAL = threading.local()  # per worker thread: (token, engine)
+_LOCAL = threading.local()  # per worker thread: (token, engine, cut)
 ENGINES_BUILT = 0  # engines built in this process (the tests check: once per worker thread)
 
 
-def _engine_for(factory: bytes, token: str) -> Engine:
+def _engine_for(factory: bytes, token: str) -> tuple[Engine, ProcessCut]:
+    """This worker thread's engine for the run `token`, and what the thread has sent back of it."""
     global ENGINES_BUILT
-    cached: tuple[str, Engine] | None = getattr(_LOCAL, "engine", None)
+    cached: tuple[str, Engine, ProcessCut] | None = getattr(_LOCAL, "engine", None)
     if cached is None or cached[0] != token:
         _undo_malloc_trim()
         # As in the local pool's workers: each worker thread keeps a CPU busy, so a thread that
         # inflates a .gz ahead would only compete with it (a fleet of .tar.gz: ~+15% time).
         unpack.READ_AHEAD = False
         make_engine: Any = pickle.loads(factory)
-        cached = (token, make_engine())
+        cached = (token, make_engine(), ProcessCut())
         _LOCAL.engine = cached
         ENGINES_BUILT += 1
-    return cached[1]
+    return cached[1], cached[2]
 
 
 def _undo_malloc_trim() -> None:
@@ -322,4 +328,5 @@ def _run_on_worker(unit: WorkUnit, factory: bytes, token: str, spill_dir: str | 
     shared filesystem: the folder's name is random, so seeing it means sharing it), else they
     travel back in memory."""
     shared = spill_dir if spill_dir and os.path.isdir(spill_dir) and os.access(spill_dir, os.W_OK | os.X_OK) else None
-    return run_unit(_engine_for(factory, token), unit, shared)
+    engine, cut = _engine_for(factory, token)
+    return run_unit(engine, unit, shared, cut)

@@ -13,16 +13,19 @@ nor this process holds a storm's findings.
 
 from __future__ import annotations
 
+import heapq
 import io
 import os
 import signal
-from bisect import insort
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, BinaryIO, cast
 
+from ..core import observations
+from ..core.observations import Observed, RelatedKey
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats
 from ..detect.engine import Engine
@@ -175,8 +178,9 @@ class BurstCut:
     the first MAX_BURSTS bursts of all units (`Bursts.trim`); once this process alone has sent
     that many with smaller keys, a later unit's burst with a larger key can never be among them,
     and need not travel (a storm's units would otherwise pickle a thousand bursts each). It is
-    counted in its group all the same. Sound only where every unit's result reaches `merge`
-    (a local pool fails as a whole), so not on Dask, which may run a unit twice."""
+    counted in its group all the same. Sound wherever the run's every unit is merged or the run
+    fails, as in a local pool and on Dask: a unit's bursts are the same wherever it runs, and a
+    key is remembered once, so a unit Dask runs twice does not count twice."""
 
     def __init__(self) -> None:
         self.keys: list[BurstKey] = []
@@ -188,14 +192,49 @@ class BurstCut:
             bound = self.keys[MAX_BURSTS - 1]
             bursts.bursts = [kb for kb in bursts.bursts if kb[0] < bound]
         for key, _ in bursts.bursts:
-            insort(self.keys, key)
+            at = bisect_left(self.keys, key)
+            if at == len(self.keys) or self.keys[at] != key:
+                self.keys.insert(at, key)
         del self.keys[MAX_BURSTS:]
 
 
-def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: BurstCut | None = None) -> UnitResult:
+class RelatedCut:
+    """The same for related errors: the report keeps the first MAX_RELATED of all units in report
+    order (`Observed._trim`), so one ordered after MAX_RELATED distinct keys this process has
+    already sent can never be among them. It is counted (`related_dropped`), not sent: in a fleet
+    most related errors are past the cap, and they were most of what a unit's result pickled."""
+
+    def __init__(self) -> None:
+        self.keys: list[RelatedKey] = []  # sorted, distinct, at most MAX_RELATED
+
+    def apply(self, observed: Observed) -> None:
+        """Count the related errors of a unit that cannot make the cut, and remember the keys of the rest."""
+        cap = observations.MAX_RELATED
+        if len(self.keys) >= cap:
+            observed.drop_related_after(self.keys[cap - 1])
+        if observed.related:
+            self.keys = heapq.nsmallest(cap, observed.related_keys().union(self.keys))
+
+
+@dataclass
+class ProcessCut:
+    """What one process (a pool worker; a Dask worker thread, per run) has sent back of whole
+    units, and so need not send again; None where a unit's result is not merged (watch)."""
+
+    bursts: BurstCut = field(default_factory=BurstCut)
+    related: RelatedCut = field(default_factory=RelatedCut)
+
+    def apply(self, tally: Tally, observed: Observed) -> None:
+        self.bursts.apply(tally.bursts)
+        self.related.apply(observed)
+
+
+def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: ProcessCut | None = None
+             ) -> UnitResult:
     """Scan one work unit into runs of findings (spilled to `spill_dir` when large; None: kept in
     memory). Line numbers of a range are local (1 = its first line). `cut`: this process's
-    `BurstCut`, when every result it returns is merged."""
+    `ProcessCut`, when every result it returns is merged (a range's lines are renumbered at merge,
+    so its related errors are never cut)."""
     stats = InputStats()
     writer = RunWriter(spill_dir)
     if unit.end is None:
@@ -208,7 +247,7 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
             engine.scan_source(source, stats, sink)
         tally.bursts.close_all()  # what goes back to this process is closed bursts only
         if cut is not None:
-            cut.apply(tally.bursts)
+            cut.apply(tally, stats.observed)
         return writer.finish(), stats, tally
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
@@ -261,7 +300,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         pool.shutdown()
     else:
         engine = make_engine(progress=progress)
-        cut = BurstCut()
+        cut = ProcessCut()
         # A compressed input is inflated ahead in a thread only where a CPU would be idle (more jobs
         # than units here); with --jobs 1, or in a pool's busy workers, the thread only competes.
         ahead, unpack.READ_AHEAD = unpack.READ_AHEAD, unpack.READ_AHEAD and jobs > 1
@@ -278,7 +317,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
 
 
 _WORKER: Engine | None = None  # the engine of this worker process
-_CUT = BurstCut()  # the bursts this worker process sent back
+_CUT = ProcessCut()  # what this worker process sent back
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
@@ -301,7 +340,8 @@ def _init_worker(make_engine: EngineFactory) -> None:
     _die_with_parent()
     unpack.READ_AHEAD = False  # each CPU runs a worker: no thread to inflate ahead (see run_units)
     _WORKER = make_engine()
-    _CUT.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
+    _CUT.bursts.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
+    _CUT.related.keys.clear()
 
 
 def _die_with_parent() -> None:

@@ -289,6 +289,16 @@ def test_local_workers_are_forked_from_the_client(monkeypatch):
     assert list(handlers.values()) == [signal.SIG_IGN] * 2  # Ctrl-C is the client's to act on
 
 
+def test_local_workers_run_no_profiler_that_nothing_reads():
+    import dask
+    from analyzer.run import dask_cluster as dask_backend
+
+    with dask_backend.connect("local:2") as client:
+        profiling = client.run(dask.config.get, "distributed.worker.profile.enabled")
+        ticks = client.run(dask.config.get, "distributed.admin.tick.interval")
+    assert list(profiling.values()) == [False] * 2 and list(ticks.values()) == ["1s"] * 2
+
+
 def test_local_workers_spill_to_the_clients_store_like_the_local_pool(tmp_path, monkeypatch):
     for name in ("a.log", "b.log"):
         (tmp_path / name).write_text((FINDING + "\n") * 6000)  # more than a run keeps in memory
@@ -309,6 +319,43 @@ def test_local_workers_spill_to_the_clients_store_like_the_local_pool(tmp_path, 
     # 12,000 findings came back as spill files in the client's store folder, not pickled objects.
     assert sum(count for _, count in arrived) == 12000
     assert all(spilled for spilled, _ in arrived), arrived
+
+
+HCCL = ("[ERROR] HCCL({pid},python3):2025-11-12-03:{m:02d}:{s:02d}.000.000 [hccl_comm.cc:655] [{pid}][HcclCommPrepare] "
+        "call trace: hcclRet -> 9, rank = {s}\n")
+
+
+def test_what_cannot_make_the_cut_stays_in_dask_workers_too(tmp_path, monkeypatch):
+    """Each worker thread cuts what it sends back of a run as a pool worker does (the related
+    errors past the cap, the bursts past the summary's): the report is the pool's all the same."""
+    import random
+
+    from analyzer.core import observations
+    from analyzer.core.observations import Observed
+    from analyzer.diagnose import bursts
+
+    monkeypatch.setattr(observations, "MAX_RELATED", 7)  # set before the fork: the workers have it
+    monkeypatch.setattr(parallel, "MAX_BURSTS", 3)
+    monkeypatch.setattr(bursts, "MAX_BURSTS", 3)
+    paths = []
+    for i in range(24):
+        log = tmp_path / f"node-{i % 3}" / "ascend" / "log" / "debug" / "plog" / f"plog-{5000 + i}_20251112030000000.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(HCCL.format(pid=5000 + i, m=59 - i, s=k) for k in range(5)) + FINDING + "\n")
+        paths.append(str(log))
+    random.Random(3).shuffle(paths)  # input order is not report order
+    arrived: list[int] = []
+    add = Observed.add
+
+    def spy(self, other):
+        arrived.append(len(other.related))
+        return add(self, other)
+
+    local = scan(*paths, "--jobs", "2")
+    monkeypatch.setattr(Observed, "add", spy)
+    assert scan(*paths, "--dask", "local:2") == local
+    assert len(json.loads(local)["related"]) == 7
+    assert 7 <= sum(arrived) < 120  # of 120 related errors, most stayed in the workers
 
 
 def test_local_workers_inflate_in_their_own_thread_like_the_pools(tmp_path):

@@ -15,6 +15,8 @@ import analyzer.run.parallel as parallel
 import pytest
 from analyzer import analyze
 from analyzer.cli import cli
+from analyzer.core import observations
+from analyzer.core.observations import Observed, RelatedEvent
 from analyzer.inputs import iter_sources
 from click.testing import CliRunner
 
@@ -100,9 +102,9 @@ def bursty_folder(root, files: int = 30, per_file: int = 4, seed: int = 11) -> i
     return files * per_file
 
 
-def scan_units_of(path, jobs: str) -> dict:
-    result = CliRunner().invoke(cli, ["scan", str(path), "--format", "json", "--fail-on", "never", "-q",
-                                      "-j", jobs])
+def scan_units_of(path, jobs: str, paths: list[str] | None = None) -> dict:
+    result = CliRunner().invoke(cli, ["scan", *(paths or [str(path)]), "--format", "json", "--fail-on", "never",
+                                      "-q", "-j", jobs])
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -157,6 +159,80 @@ def test_a_cut_keeps_only_keys_below_what_this_process_sent(few_bursts):
     cut.apply(later)  # below the sixth key sent (15): may still be among the first six overall
     assert [k[4] for k, _ in later.bursts] == [3, 9]
     assert [k[4] for k in cut.keys] == [3, 9, 10, 11, 12, 13]
+
+
+def test_a_burst_key_is_remembered_once(few_bursts):
+    cut = parallel.BurstCut()
+    for _ in range(2):  # one unit sent twice (Dask may run a unit twice): six keys, not three twice
+        tracker = bursts_mod.Bursts()
+        tracker.bursts = [((False, False, f"t{i:02d}", "s", i, ("s", i, "c"), 0), None) for i in (4, 5, 6)]
+        cut.apply(tracker)
+        assert len(tracker.bursts) == 3
+    assert [k[4] for k in cut.keys] == [4, 5, 6]
+
+
+# A failed HCCL call: a related (neighbour-family) error on its own line.
+HCCL = ("[ERROR] HCCL({pid},python3):2025-11-12-03:{m:02d}:{s:02d}.000.000 [hccl_comm.cc:655] [{pid}][HcclCommPrepare] "
+        "call trace: hcclRet -> 9, rank = {i}")
+
+
+def related_folder(root, files: int = 24, per_file: int = 5) -> int:
+    """`files` plogs in three node folders, each with `per_file` HCCL errors and one failed pull.
+    -> related errors written."""
+    for i in range(files):
+        folder = root / f"node-{i % 3}" / "ascend" / "log" / "debug" / "plog"
+        folder.mkdir(parents=True, exist_ok=True)
+        pid = 5000 + i
+        lines = [HCCL.format(pid=pid, m=i % 60, s=k, i=k) for k in range(per_file)]
+        lines.append(PULL.format(pid=pid, h=3, m=i % 60, s=59, us=0, tid=pid + 1, r=i))
+        (folder / f"plog-{pid}_20251112030000000.log").write_text("\n".join(lines) + "\n")
+    return files * per_file
+
+
+def test_related_errors_that_cannot_make_the_cut_stay_in_the_worker(tmp_path, monkeypatch):
+    monkeypatch.setattr(observations, "MAX_RELATED", 7)  # 120 related errors: the report keeps 7
+    written = related_folder(tmp_path)
+    dropped: list[int] = []
+    apply = parallel.RelatedCut.apply
+
+    def counting(self, observed):
+        before = len(observed.related)
+        apply(self, observed)
+        dropped.append(before - len(observed.related))
+    monkeypatch.setattr(parallel.RelatedCut, "apply", counting)
+    # Files named out of report order: later units often hold the first related errors.
+    paths = sorted(str(p) for p in tmp_path.rglob("*.log"))
+    random.Random(7).shuffle(paths)
+    reports = {jobs: scan_units_of(tmp_path, jobs, paths) for jobs in ("1", "2", "3")}
+    assert sum(dropped) > 0  # the cut did leave related errors behind
+    monkeypatch.setattr(parallel.RelatedCut, "apply", lambda self, observed: None)  # every one travels
+    everything = scan_units_of(tmp_path, "2", paths)
+    assert reports["1"] == reports["2"] == reports["3"] == everything
+    kept = [(r["source"], r["line"]) for r in everything["related"]]
+    assert len(kept) == 7 and kept == sorted(kept) and written == 120
+    result = analyze([str(tmp_path)], jobs=2)
+    assert len(result.related) == 7  # and the rest counted, wherever they were dropped
+
+
+def _related_unit(*lines: int) -> Observed:
+    observed = Observed()
+    observed.related = [RelatedEvent("s", n, None, "n", "hccl", "9", "HCCL error") for n in lines]
+    return observed
+
+
+def test_a_related_cut_keeps_what_may_still_be_among_the_first(monkeypatch):
+    monkeypatch.setattr(observations, "MAX_RELATED", 3)
+    cut = parallel.RelatedCut()
+    first = _related_unit(10, 11, 12, 13)
+    cut.apply(first)  # nothing sent yet: all of it goes (the merge trims), the three smallest remembered
+    assert [e.line for e in first.related] == [10, 11, 12, 13] and [k[1] for k in cut.keys] == [10, 11, 12]
+    later = _related_unit(3, 12, 20)
+    cut.apply(later)  # past the third key sent (12): can never be among the first three overall
+    assert [e.line for e in later.related] == [3, 12] and later.related_dropped == 1
+    assert [k[1] for k in cut.keys] == [3, 10, 11]
+    again = _related_unit(3, 10)
+    cut.apply(again)  # a unit sent twice (Dask): its keys are remembered once
+    assert [k[1] for k in cut.keys] == [3, 10, 11] and len(again.related) == 2
 
 
 def test_jobs_not_asked_for_start_workers_only_for_big_inputs(tmp_path, monkeypatch):
