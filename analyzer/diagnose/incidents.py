@@ -97,9 +97,11 @@ class Links:
         # Per node, what the pairs ask again and again (the sets are as big as the node's facts).
         self._ips: dict[str, set[str]] = {}
         self._clusters: dict[str, set[str]] = {}
-        self._paired: dict[str, set[str]] = {}
         self._remote_by_ip: dict[str, dict[str, set[str | None]]] = {}  # node -> remote ip -> clusters
         self._has_links: dict[str, bool] = {}
+        self._roles: dict[str, str | None] = {}
+        self._unpaired: dict[str, set[str]] = {}  # node -> remote clusters it names without an address
+        self._asked: dict[str, set[str]] = {}  # node -> request ids its logs and its failures name
 
     def has_links(self, node: str) -> bool:
         if node not in self._has_links:
@@ -135,13 +137,23 @@ class Links:
                 return True
         if fa.remote_ips & ips:
             return True
-        if a not in self._paired:
-            self._paired[a] = {c for c, a2 in fa.remote if c and a2}
-        paired = self._paired[a]
-        roles_differ = fa.role is None or fb.role is None or fa.role != fb.role
-        if roles_differ and (fa.remote_clusters - paired) & clusters:
+        # What follows is asked of each node for each of its pairs (a fleet: ~250,000 of them), so
+        # what it derives from one node's facts is derived once.
+        role_a, role_b = self._role(a, fa), self._role(b, fb)
+        if not (role_a is None or role_b is None or role_a != role_b):
+            return False
+        if a not in self._unpaired:
+            self._unpaired[a] = fa.remote_clusters - {c for c, a2 in fa.remote if c and a2}
+        if self._unpaired[a] & clusters:
             return True
-        return bool(roles_differ and self.req_ids.get(a, set()) & (fb.req_ids | self.req_ids.get(b, set())))
+        if b not in self._asked:
+            self._asked[b] = fb.req_ids | self.req_ids.get(b, set())
+        return bool(self.req_ids.get(a, set()) & self._asked[b])
+
+    def _role(self, node: str, facts: NodeFacts) -> str | None:
+        if node not in self._roles:
+            self._roles[node] = facts.role
+        return self._roles[node]
 
 
 @dataclass

@@ -194,3 +194,62 @@ def test_not_yet_link_storm_after_a_failed_link_joins_its_incident():
     assert first.findings == 42
     assert "LLM_NOT_YET_LINK" in first.story
     assert incidents[1].lead.code == "EI0006"
+
+
+def _plainly_linked(links, a: str, b: str) -> bool:
+    """`Links.linked` as first written, each pair asked afresh: the reference its caches must equal."""
+    from analyzer.core.observations import addr_ip
+
+    def one_way(a: str, b: str) -> bool:
+        fa, fb = links.facts.get(a), links.facts.get(b)
+        if fa is None or fb is None:
+            return False
+        by_ip: dict[str, set] = {}
+        for cluster, addr in fa.remote:
+            if addr:
+                by_ip.setdefault(addr_ip(addr), set()).add(cluster)
+        for ip in by_ip.keys() & fb.ips:
+            if any(c is None or not fb.cluster_ids or c in fb.cluster_ids for c in by_ip[ip]):
+                return True
+        if fa.remote_ips & fb.ips:
+            return True
+        paired = {c for c, a2 in fa.remote if c and a2}
+        differ = fa.role is None or fb.role is None or fa.role != fb.role
+        if differ and (fa.remote_clusters - paired) & fb.cluster_ids:
+            return True
+        return bool(differ and links.req_ids.get(a, set()) & (fb.req_ids | links.req_ids.get(b, set())))
+    has = {n: bool(f.clusters or f.ips or f.remote or f.remote_clusters or f.remote_ips) for n, f in links.facts.items()}
+    return a == b or one_way(a, b) or one_way(b, a) or (not has.get(a) and not has.get(b))
+
+
+def test_links_answer_every_pair_as_the_plain_rule_does_in_any_order():
+    """The per-node caches of `Links` (a fleet asks ~250,000 pairs) change no answer."""
+    import random
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from analyzer.core.observations import NodeFacts
+    from analyzer.diagnose.incidents import Links
+
+    rnd = random.Random(17)
+    for _ in range(30):
+        facts, bursts = {}, []
+        names = [f"n{i}" for i in range(8)]
+        for name in names:
+            pick = lambda pool, k=2: set(rnd.sample(pool, rnd.randrange(k + 1)))  # noqa: E731
+            f = NodeFacts()
+            f.roles = Counter({r: rnd.randrange(1, 3) for r in pick(["Prompt", "Decoder"], 1)})
+            f.clusters = {(c, None, "7") for c in pick(["1", "2", "3", "4"])}
+            f.local_ips = pick(["10.0.0.1", "10.0.0.2", "10.0.0.3"], 1)
+            f.listen = {f"{ip}:26000" for ip in pick(["10.0.0.4", "10.0.0.5"], 1)}
+            f.remote = {(rnd.choice([None, "1", "2", "5"]), rnd.choice([None, "10.0.0.1:26000", "10.0.0.4:1"]))
+                        for _ in range(rnd.randrange(3))}
+            f.remote_clusters = pick(["1", "2", "3", "5"])
+            f.remote_ips = pick(["10.0.0.2", "10.0.0.5", "10.9.9.9"], 1)
+            f.req_ids = pick(["r1", "r2", "r3"], 1)
+            facts[name] = f
+            bursts.append(SimpleNamespace(node=name, req_ids=tuple(pick(["r1", "r2", "r4"], 1))))
+        links = Links(facts, bursts)
+        pairs = [(a, b) for a in names for b in names]
+        rnd.shuffle(pairs)
+        assert [links.linked(a, b) for a, b in pairs] == [_plainly_linked(links, a, b) for a, b in pairs]
