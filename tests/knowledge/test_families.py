@@ -17,6 +17,8 @@ from analyzer.cli import cli
 from analyzer.knowledge.catalog import BUILTIN_RULES_DIR
 from analyzer.run.rulecheck import check_examples, classified_as, family_examples
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 NEIGHBOURS = BUILTIN_RULES_DIR / "neighbours.yaml"
 
@@ -183,3 +185,34 @@ def test_a_driver_error_is_the_cause_and_a_related_error(tmp_path):
     (incident,) = report["summary"]["incidents"]
     assert (incident["lead"]["line"], incident["lead"]["family"]) == (2, "driver")
     assert incident["action"].startswith("The driver ran out of device memory (HBM): free device memory")
+
+
+# The socket pattern as first written: case-free throughout. The data now writes its first letters
+# as classes (faster in Python's `re`); this holds it to the same answers.
+CASE_FREE = {
+    "socket": r"(?i)errno\s*+[\[:=]?+\s*+(?P<code>104|110|111|113)\b|(?P<text>connection refused|connection timed out"
+              r"|connection reset|ECONNREFUSED|ECONNRESET|ETIMEDOUT)",
+}
+PIECES = ["hcclRet", "HCCLRET", "hcclret", "HCCL_E_", "hccl_e_", "HCCL", "ERROR", "[ERROR] HCCL(", "ERR0R]", "ret[",
+          "ret [", "errno", "ERRNO", "Errno", "connection refused", "CONNECTION Reset", "connection timed out",
+          "ECONNREFUSED", "econnreset", "ETIMEDOUT", "etimedout", " ", "  ", "\t", "->", "=", ":", "[", "]", "(", ")",
+          "104", "111", "9", "13", "1040", "_", "TIMEOUT", "x", "é", "ſ", "K", "ı", "İ", "ＥＲＲＮＯ", "\u00a0", "\n"]
+
+
+def test_the_first_letter_classes_are_what_case_free_letters_take():
+    import re
+
+    every = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)
+    assert re.findall("(?i)e", every) == ["E", "e"] and re.findall("(?i)c", every) == ["C", "c"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(PIECES) | st.text(max_size=3), max_size=24))
+def test_a_first_letter_class_answers_as_the_case_free_pattern(rules, parts):
+    import re
+
+    line = "".join(parts)
+    for family_id, first in CASE_FREE.items():
+        family = rules.neighbours.family(family_id)
+        old, new = re.search(first, line), family.pattern.search(line)
+        assert (old and (old.span(), old.groups())) == (new and (new.span(), new.groups())), (family_id, line)
