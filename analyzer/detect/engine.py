@@ -344,7 +344,10 @@ class Engine:
                     headers = tuple(replace(h, pod=pod) for h in headers)
                 process = process_of(state.layout, record, headers[0].pid or state.layout.pid)
                 if self.linkfacts.maybe_in(cand.raw):  # what findings right after the range start carry
-                    for kind, value in self.linkfacts.find(text):
+                    # the line's bytes let the core answer (else a range's first worker builds the
+                    # hyperscan screen, ~0.15 s, for its history alone)
+                    raw = cand.raw if record is None else text.encode("utf-8", "replace")
+                    for kind, value in self.linkfacts.find(text, raw):
                         state.recent.setdefault(process, {})[kind] = (value, line_no)
                 for hit in self.matcher.find(text):
                     if hit.value != GENERIC_FAILED:
