@@ -173,6 +173,13 @@ FindingKey = tuple[str, int, str]  # a finding's place in every report: (source,
 report_key: Callable[[Finding], FindingKey] = itemgetter(0, 1, 3)
 
 
+def shifted(f: Finding, lines: int) -> Finding:
+    """A finding of a later byte range of a file, renumbered by the `lines` before that range (its
+    line, its API's line and its causes' lines): the one rule for it (the store, the range tallies)."""
+    return f._replace(line=f.line + lines, api_line=None if f.api_line is None else f.api_line + lines,
+                      causes=tuple((c[0] + lines, *c[1:]) for c in f.causes))
+
+
 def process_key(pod: str | None, container: str | None, pid: str | None) -> str | None:
     """The process a line belongs to (for causes, link facts and threads of bursts): its pod,
     container and pid. Two pods, or two containers of one pod, in one file (`kubectl logs

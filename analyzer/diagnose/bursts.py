@@ -5,14 +5,18 @@ thread make a burst. A `Bursts` tracker is fed findings in report order and keep
 thread, only what a burst names (its first finding, its lead, one finding per other code) and
 counts; of the closed bursts it keeps the first MAX_BURSTS in report order whole and counts
 every burst in its group (same lead code, API, rule, node and severity), so a storm's 100,000
-bursts cost a thousand records and a few dozen groups. Trackers of disjoint sources merge.
+bursts cost a thousand records and a few dozen groups. Trackers of disjoint sources merge, and
+so do the trackers of a file's byte ranges, in order (`extend`): a range's tracker leaves each
+thread's first burst open-ended (it may go on from the range before) and the merge feeds that
+burst's findings again, so a split file needs no second pass over its findings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
-from ..core.records import Finding, FindingKey, process_key, report_key
+from ..core.records import Finding, FindingKey, process_key, report_key, shifted
 from ..core.times import seconds
 from .incidents import BurstLinks
 from .summary import MAX_BURSTS, AlsoCode, Burst, BurstGroup, BurstLead, Cause
@@ -24,6 +28,13 @@ BURST_SECONDS = 2.0  # ... or this long without one (when both ends have timesta
 # the order bursts were found in (the thread's first finding, then the burst's number in it).
 BurstKey = tuple[bool, bool, str, str, int, FindingKey, int]
 GroupKey = tuple[bool, str, str | None, str, str | None]  # severe, lead code, API, rule, node
+Thread = tuple[str, str | None, str | None]  # source, process, tid
+
+
+def thread_of(f: Finding) -> Thread:
+    """The thread a finding's burst belongs to: two pods never share one, whatever their pids
+    (kubectl --prefix interleaves them)."""
+    return (f.source, process_key(f.pod, f.container, f.pid), f.tid)
 
 
 def _burst_key(b: Burst, found: tuple[FindingKey, int]) -> BurstKey:
@@ -127,13 +138,23 @@ class _OpenBurst:
 class Bursts:
     """The bursts of a stream of findings (fed in report order)."""
 
-    def __init__(self) -> None:
-        self.open: dict[tuple[str, str | None, str | None], _OpenBurst] = {}
+    def __init__(self, range_part: bool = False) -> None:
+        self.open: dict[Thread, _OpenBurst] = {}
         self.bursts: list[tuple[BurstKey, Burst]] = []  # the first MAX_BURSTS in report order (trimmed lazily)
         self.count = 0
         self.groups: dict[GroupKey, _GroupAgg] = {}
-        self._thread_start: dict[tuple[str, str | None, str | None], tuple[FindingKey, int]] = {}
+        # per thread: its first finding's key and the number of its burst now open
+        self._thread_start: dict[Thread, tuple[FindingKey, int]] = {}
         self._source: str | None = None
+        # A byte range of a file (`range_part`, lines local): each thread's first burst is neither
+        # kept nor counted, only where it ends (`first_ends`: its last line, None while it is
+        # open); `extend` feeds its findings to the tracker of the ranges before. `ambiguous`:
+        # bursts of two threads began on one line, where the order of the renumbered bursts could
+        # differ from a sequential tally's (then the findings are tallied again).
+        self.range_part = range_part
+        self.first_ends: dict[Thread, int | None] = {}
+        self.ambiguous = False
+        self._started: tuple[int, Thread | None] = (0, None)  # line and thread of the last burst begun
 
     def add(self, f: Finding) -> None:
         """Runs of findings of one thread (or process) in one source, cut where lines or time
@@ -141,8 +162,7 @@ class Bursts:
         if f.source != self._source:  # report order: a source's threads are complete
             self.close_all()
             self._source = f.source
-        # two pods never share a thread, whatever their pids (kubectl --prefix interleaves them)
-        thread = (f.source, process_key(f.pod, f.container, f.pid), f.tid)
+        thread = thread_of(f)
         current = self.open.get(thread)
         when = seconds(f.timestamp)
         if current is not None:
@@ -156,12 +176,21 @@ class Bursts:
             start = self._thread_start.get(thread)
             if start is None:
                 self._thread_start[thread] = (report_key(f), 0)
+            if self.range_part:
+                if start is None:
+                    self.first_ends[thread] = None
+                line, other = self._started
+                self.ambiguous |= line == f.line and other != thread
+                self._started = (f.line, thread)
         else:
             current.add(f, when)
 
-    def _close(self, thread: tuple[str, str | None, str | None]) -> None:
+    def _close(self, thread: Thread) -> None:
         first, n = self._thread_start[thread]
-        self.keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
+        if self.range_part and n == 0:  # may go on from the range before: `extend` feeds it again
+            self.first_ends[thread] = self.open.pop(thread).last_line
+        else:
+            self.keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
         self._thread_start[thread] = (first, n + 1)
 
     def keep(self, key: BurstKey, burst: Burst, count: int = 1, findings: int | None = None,
@@ -203,6 +232,55 @@ class Bursts:
             else:
                 self.groups[gkey] = group
 
+    def extend(self, part: Bursts, shift: int, findings: Iterable[Finding]) -> bool:
+        """Go on with the next byte range of the same source: `part` is that range's tracker
+        (`range_part`, its lines local; consumed), `findings` its findings renumbered by the
+        `shift` lines before it, in report order. The result is what feeding this tracker every
+        finding of the range would give. False (nothing changed): `part` is ambiguous."""
+        if part.ambiguous:
+            return False
+        starts = part._thread_start
+        if len({first for first, _ in starts.values()}) < len(starts):
+            return False  # two threads' first findings share a key (one line, one code)
+        ends = part.first_ends
+        if ends:  # each thread's first burst, in report order with the others'
+            last = None if None in ends.values() else max(e for e in ends.values() if e is not None)
+            for f in findings:
+                local = f.line - shift
+                if last is not None and local > last:
+                    break
+                end = ends.get(thread_of(f), -1)
+                if end is None or local <= end:
+                    self.add(f)
+        # Later bursts: renumbered after this tracker's bursts of the same thread.
+        base: dict[FindingKey, tuple[FindingKey, int]] = {}  # local first key -> (first key, number of burst 1)
+        for thread, (local_first, n) in starts.items():
+            if n == 0:
+                continue  # only its first burst, fed above
+            self._close(thread)  # the first burst ended inside the range
+            first, number = self._thread_start[thread]
+            base[local_first] = (first, number - 1)
+            self.open[thread] = _shift_open(part.open[thread], shift)
+            self._thread_start[thread] = (first, number - 1 + n)
+
+        def rekey(key: BurstKey) -> BurstKey:
+            first, offset = base[key[5]]
+            return (key[0], key[1], key[2], key[3], key[4] + shift, first, offset + key[6])
+        for key, burst in part.bursts:
+            self.bursts.append((rekey(key), shift_burst(burst, shift)))
+            if len(self.bursts) >= 2 * MAX_BURSTS:
+                self.trim()
+        self.count += part.count
+        for gkey, group in part.groups.items():
+            key, first_burst = rekey(group.key), shift_burst(group.first, shift)
+            mine = self.groups.get(gkey)
+            if mine is None:
+                self.groups[gkey] = _GroupAgg(key, first_burst, group.bursts, group.findings, group.first_seen,
+                                              group.last_seen)
+            else:
+                mine.add(key, first_burst, group.bursts, group.findings, group.first_seen, group.last_seen)
+        return True
+
     def result(self) -> tuple[tuple[Burst, ...], tuple[BurstGroup, ...]]:
         """The bursts kept (most severe first, then in time order, so the story reads forward)
         and every burst's group, in the same order."""
@@ -211,3 +289,24 @@ class Bursts:
         groups = tuple(BurstGroup(g.first, g.bursts, g.findings, g.first_seen, g.last_seen)
                        for g in sorted(self.groups.values(), key=lambda g: g.key))
         return tuple(b for _, b in self.bursts), groups
+
+
+def shift_burst(b: Burst, lines: int) -> Burst:
+    """A burst of a later byte range, renumbered by the `lines` before it."""
+    if not lines:
+        return b
+    return replace(b, first_line=b.first_line + lines, last_line=b.last_line + lines,
+                   lead=replace(b.lead, line=b.lead.line + lines),
+                   causes=tuple(replace(c, line=c.line + lines) for c in b.causes),
+                   also=tuple(replace(a, line=a.line + lines) for a in b.also))
+
+
+def _shift_open(b: _OpenBurst, lines: int) -> _OpenBurst:
+    """An open burst of a later byte range, renumbered in place."""
+    if lines:
+        lead_is_first = b.lead is b.first
+        b.first = shifted(b.first, lines)
+        b.lead = b.first if lead_is_first else shifted(b.lead, lines)
+        b.others = {k: shifted(f, lines) for k, f in b.others.items()}
+        b.last_line += lines
+    return b

@@ -7,7 +7,8 @@ folded storm rows); and bursts of findings per thread (`bursts.Bursts`), each wi
 specific code; generic LLM_FAILED echoes are counted, not kept), non-recoverable bursts first.
 Memory grows with the input's shape (codes, nodes, sources, threads, message templates), never
 with the number of findings. Two tallies over disjoint sources merge (`Tally.merge`) into the
-tally of everything. Output is a `report.Summary` (frozen records, sorted), so every writer
+tally of everything, and the tallies of a file's byte ranges, in order, into the file's
+(`Tally.extend`). Output is a `report.Summary` (frozen records, sorted), so every writer
 renders the same diagnosis deterministically.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..core.records import Finding, FindingKey, report_key
+from ..core.records import Finding, FindingKey, report_key, shifted
 from .bursts import Bursts
 from .fleet import FleetTally
 from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
@@ -160,7 +161,7 @@ class _FoldAgg:
 class Tally:
     """Aggregates of a stream of findings (fed in report order), enough for the summary."""
 
-    def __init__(self) -> None:
+    def __init__(self, range_part: bool = False) -> None:
         self.count = 0
         self.unrecoverable = 0
         self.unknown = 0
@@ -168,7 +169,7 @@ class Tally:
         self.actions: Counter[str] = Counter()
         self.nodes: dict[str, _NodeAgg] = {}
         self.folds: dict[tuple[str, str | None], _FoldAgg] = {}
-        self.bursts = Bursts()
+        self.bursts = Bursts(range_part)  # range_part: a byte range of a file, for `extend`
         self.fleet = FleetTally()  # per bundle, and each failure across bundles
         # The sources seen, and whether each came in one piece (a name met again after another
         # source, e.g. two archive members of one name, makes the tally unfit to merge).
@@ -249,6 +250,51 @@ class Tally:
             else:
                 self.folds[fkey] = fold
         self.bursts.merge(other.bursts)
+
+    def extend(self, part: Tally, shift: int, findings: Iterable[Finding]) -> bool:
+        """Go on with the next byte range of the source this tally counts: `part` is the range's
+        tally (`Tally(range_part=True)`, lines local; consumed), `findings` the range's findings
+        renumbered by the `shift` lines before it, in report order (only the first bursts of its
+        threads are read). The result equals feeding this tally every finding of the range.
+        False: the range's bursts cannot be renumbered exactly (nothing changed; count again)."""
+        if not self.bursts.extend(part.bursts, shift, findings):
+            return False
+        self.whole &= part.whole
+        self.sources |= part.sources
+        for where, (key, stamp) in part.sure.items():
+            key = (key[0], key[1] + shift, key[2])
+            if where not in self.sure or key < self.sure[where][0]:
+                self.sure[where] = (key, stamp)
+        self.count += part.count
+        self.unrecoverable += part.unrecoverable
+        self.unknown += part.unknown
+        for ckey, agg in part.codes.items():
+            agg.first = (agg.first[0], agg.first[1] + shift, agg.first[2])
+            mine = self.codes.get(ckey)
+            if mine is None:
+                self.codes[ckey] = agg
+                continue
+            agg.sources = _Names()  # the same source: counted once
+            mine.merge(agg)
+        self.actions.update(part.actions)
+        for name, node in part.nodes.items():
+            mine_node = self.nodes.get(name)
+            if mine_node is None:
+                self.nodes[name] = node
+                continue
+            mine_node.findings += node.findings
+            mine_node.unrecoverable += node.unrecoverable
+            mine_node.kinds.update(node.kinds)
+        for fkey, fold in part.folds.items():
+            fold.first, fold.last = shifted(fold.first, shift), shifted(fold.last, shift)
+            if fkey in self.folds:
+                self.folds[fkey].merge(fold)
+            else:
+                self.folds[fkey] = fold
+        for p in part.fleet.prints.values():
+            p.example = shifted(p.example, shift)
+        self.fleet.update(part.fleet)
+        return True
 
     def summary(self) -> Summary:
         """The summary of everything added so far."""

@@ -32,7 +32,8 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     (`stats.observed`). `tally`: the units' own aggregates, when they fit the store as it is."""
     store.transform = time_policy(store.raw, store.guessed > 0, window)
     if tally is None or store.transform is not None:
-        # The units' own tallies do not fit (a split file, a name met twice, or the time policy
+        # The units' own tallies do not fit (a name met twice, a split file's ranges whose bursts
+        # cannot be renumbered exactly, or the time policy
         # changes findings): count the findings again, read back in report order.
         tally = Tally()
         for finding in store:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 from ..core import observations
 from ..core.observations import Observed, RelatedKey
 from ..core.progress import Progress
-from ..core.records import Finding, InputStats
+from ..core.records import Finding, InputStats, report_key
 from ..detect.engine import Engine
 from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
@@ -237,14 +237,14 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     so its related errors are never cut)."""
     stats = InputStats()
     writer = RunWriter(spill_dir)
+    # A byte range's tally leaves its threads' first bursts to the merge (they may go on from the
+    # range before).
+    tally = Tally(range_part=unit.end is not None)
+    sink = _Batched(writer, tally)
     if unit.end is None:
-        tally = Tally()
-
-        def sink(f: Finding) -> None:
-            writer.add(f)
-            tally.add(f)
         for source in unit.sources:
-            engine.scan_source(source, stats, sink)
+            engine.scan_source(source, stats, sink.add)
+        sink.flush()
         tally.bursts.close_all()  # what goes back to this process is closed bursts only
         if cut is not None:
             cut.apply(tally, stats.observed)
@@ -252,9 +252,35 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
-        scan_range(engine, src, handle, unit.start, unit.end, stats, writer.add)
+        try:
+            scan_range(engine, src, handle, unit.start, unit.end, stats, sink.add)
+        finally:
+            sink.flush()
     stats.files = 0  # merge counts the file once
-    return writer.finish(), stats, None  # a range's bursts may go on in the next range: no tally
+    return writer.finish(), stats, tally
+
+
+class _Batched:
+    """A unit's findings to its runs and its tally, a batch at a time: counting them between two
+    lines' scans cost twice as much as counting a batch (each evicts the other's data from the
+    caches)."""
+
+    SIZE = 2048
+
+    def __init__(self, writer: RunWriter, tally: Tally) -> None:
+        self.writer, self.tally = writer, tally
+        self.batch: list[Finding] = []
+
+    def add(self, f: Finding) -> None:
+        self.batch.append(f)
+        if len(self.batch) >= self.SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, []
+        self.writer.extend(batch)
+        for f in batch:
+            self.tally.add(f)
 
 
 def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: int, stats: InputStats,
@@ -368,21 +394,44 @@ def merge_results(units: list[WorkUnit], results: Iterable[UnitResult],
     stats = InputStats()
     tally: Tally | None = Tally()
     shift, previous = 0, None
+    file_tally: Tally | None = None  # the ranges so far of the file being cut
+
+    def file_done() -> None:
+        nonlocal tally, file_tally
+        if tally is not None and file_tally is not None:
+            tally.merge(file_tally)
+        else:
+            tally = None
+        file_tally = None
+
     for unit, (runs, unit_stats, unit_tally) in zip(units, results, strict=True):
         if unit.end is not None:
             if previous is not unit.source:
-                shift, previous = 0, unit.source
+                if previous is not None:
+                    file_done()
+                shift, previous, file_tally = 0, unit.source, Tally()
                 stats.files += 1
             for run in runs:
                 run.shift = shift
             unit_stats.observed.shift(shift)
+            # The range's tally goes on from the ranges before; its threads' first bursts are read
+            # again from its runs (the findings of its first lines, usually).
+            if file_tally is not None and (unit_tally is None or not file_tally.extend(
+                    unit_tally, shift, heapq.merge(*runs, key=report_key))):
+                file_tally = None
             shift += unit_stats.lines
+        elif previous is not None:
+            file_done()
+            previous = None
         store.add(runs)
         stats.add(unit_stats)
-        if tally is not None and unit_tally is not None:
-            tally.merge(unit_tally)
-        else:
-            tally = None
+        if unit.end is None:
+            if tally is not None and unit_tally is not None:
+                tally.merge(unit_tally)
+            else:
+                tally = None
+    if previous is not None:
+        file_done()
     return store, stats, (tally if tally is not None and tally.whole else None)
 
 

@@ -25,7 +25,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..core.records import Finding, FindingKey, report_key
+from ..core.records import Finding, FindingKey, report_key, shifted
 
 CHUNK = 4096  # findings per marshalled chunk (a few MiB in memory while a run is read back)
 MEMORY_BUDGET = 16384  # findings a store keeps in memory before it spills in-memory runs
@@ -63,8 +63,7 @@ class Run:
             return
         shift = self.shift
         for f in found:
-            yield f._replace(line=f.line + shift, api_line=None if f.api_line is None else f.api_line + shift,
-                             causes=tuple((c[0] + shift, *c[1:]) for c in f.causes))
+            yield shifted(f, shift)
 
     @property
     def start(self) -> FindingKey:

@@ -44,3 +44,98 @@ def test_empty_summary(rules):
     assert Summary().to_dict() == {"findings": 0, "unrecoverable": 0, "unknown_codes": 0, "codes": [], "actions": [],
                                    "nodes": [], "bursts": [], "bundles": [], "more_bundles": 0,
                                    "fingerprints": [], "more_fingerprints": 0, "incidents": []}
+
+
+# --- a file's byte ranges: their tallies, extended in order, equal one tally of every finding ---------
+
+import random  # noqa: E402
+
+import analyzer.diagnose.bursts as bursts_mod  # noqa: E402
+from analyzer.core.records import Finding, shifted  # noqa: E402
+from analyzer.diagnose.tally import Tally  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_CODES = [("0x5010B001", "LLM_WAIT_PROC_TIMEOUT", False, "retry"), ("0x5010B002", "LLM_KV_CACHE_NOT_EXIST", False,
+          "check-cache"), ("0xFFFFFFFF", "LLM_FAILED", True, "collect-logs"), ("0x5010B009", None, False, "relink")]
+
+_STEP = st.tuples(st.integers(0, 70), st.sampled_from(["11", "12", "13"]), st.sampled_from([None, "a", "b"]),
+                  st.integers(0, 3), st.integers(0, 4000), st.booleans(), st.sampled_from([None, "n1", "n2"]),
+                  st.sampled_from(["", "fp1", "fp2", "fp3"]), st.booleans())
+
+
+def _findings(steps) -> list[Finding]:
+    """One source's findings in report order, from hypothesis steps: line jumps (0: the same
+    line, another code), threads, codes, times (ms) and what bursts and links read."""
+    out: list[Finding] = []
+    line, ms = 1, 0
+    for jump, pid, tid, c, dt, stamped, node, fp, linked in steps:
+        code, name, generic, action = _CODES[c]
+        if jump == 0 and out and out[-1].line == line and out[-1].code >= code:
+            jump = 1  # one finding per code per line, codes in order on a line
+        line += jump
+        ms += dt
+        stamp = f"2025-11-12T03:{40 + ms // 60000 % 20:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}000"
+        out.append(Finding(
+            source="big.log", line=line, timestamp=stamp if stamped else None, code=code, name=name,
+            api="PullKvBlocks" if c % 2 else None, api_evidence=None, api_line=line - 1 if c == 1 else None,
+            recoverable=True if action == "retry" else None, rule=f"r{c}", action=action, text=f"t{c}",
+            form="hex", pid=pid, tid=tid, generic=generic, node=node, kind="host", fingerprint=fp,
+            causes=((line - 2, "runtime", "507046", "m"),) if c == 1 else (), time_hint=None if stamped else stamp,
+            link=(("req_id", f"q{c}"),) if linked else ()))
+    return out
+
+
+def _ranges_tally(findings: list[Finding], cuts: list[int]) -> Tally | None:
+    """What merge_results makes of a file cut before the lines `cuts`: each range tallied on its
+    own lines (1 = its first), then extended in order; None where a range could not be."""
+    whole = Tally()
+    bounds = [1, *sorted(set(cuts)), 1 << 40]
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        mine = [f for f in findings if start <= f.line < end]
+        part = Tally(range_part=True)
+        for f in mine:
+            part.add(shifted(f, -(start - 1)))
+        if not whole.extend(part, start - 1, iter(mine)):
+            return None
+    return whole
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_STEP, min_size=1, max_size=120), st.lists(st.integers(2, 3000), max_size=4), st.integers(1, 6))
+def test_range_tallies_extended_equal_one_tally(steps, cuts, cap):
+    findings = _findings(steps)
+    old_cap = bursts_mod.MAX_BURSTS
+    bursts_mod.MAX_BURSTS = cap  # the kept bursts' cut falls inside what the ranges hold
+    try:
+        one = Tally()
+        for f in findings:
+            one.add(f)
+        merged = _ranges_tally(findings, cuts)
+        if merged is None:  # bursts of two threads began on one line: the caller counts again
+            starts = [(f.line, bursts_mod.thread_of(f)) for f in findings]
+            assert len({line for line, _ in starts}) < len(starts)
+            return
+        assert merged.summary() == one.summary()
+        assert merged.whole
+        # the bursts' keys too (the thread's burst numbers only break ties the summary never shows)
+        assert [k for k, _ in merged.bursts.bursts] == [k for k, _ in one.bursts.bursts]
+        assert {g: a.key for g, a in merged.bursts.groups.items()} == {g: a.key for g, a in one.bursts.groups.items()}
+    finally:
+        bursts_mod.MAX_BURSTS = old_cap
+
+
+def test_range_tallies_merge_a_storm_cut_anywhere():
+    """A storm of one thread's burst across every cut, and many threads' bursts, each line one thread."""
+    rnd = random.Random(7)
+    steps = [(rnd.choice([1, 1, 2, 60]), rnd.choice("123"), None, rnd.randrange(4), rnd.choice([5, 10, 3000]),
+              rnd.random() < 0.9, "n1", rnd.choice(["a", "b"]), rnd.random() < 0.3) for _ in range(3000)]
+    findings = _findings(steps)
+    one = Tally()
+    for f in findings:
+        one.add(f)
+    for _ in range(20):
+        cuts = rnd.sample(range(2, findings[-1].line), rnd.randrange(1, 6))
+        merged = _ranges_tally(findings, cuts)
+        assert merged is not None  # no line holds two threads' findings here
+        assert merged.summary() == one.summary()

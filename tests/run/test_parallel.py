@@ -17,7 +17,9 @@ from analyzer import analyze
 from analyzer.cli import cli
 from analyzer.core import observations
 from analyzer.core.observations import Observed, RelatedEvent
+from analyzer.diagnose.tally import summarize
 from analyzer.inputs import iter_sources
+from analyzer.knowledge.rules import RuleSet
 from click.testing import CliRunner
 
 from bundles import tar_bytes
@@ -255,3 +257,24 @@ def test_jobs_not_asked_for_start_workers_only_for_big_inputs(tmp_path, monkeypa
     small = CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json", "--fail-on", "never"])
     assert [kw["max_workers"] for kw in started] == [2]  # two units (files): two of the four CPUs, once
     assert big.stdout == small.stdout and json.loads(small.stdout)["summary"]["findings"] == 100
+
+
+def test_a_split_files_ranges_bring_tallies_that_merge(tmp_path, monkeypatch):
+    """The ranges' own tallies, extended in order, stand for the file: no second pass over its
+    findings, and the summary is the one-process scan's."""
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    noise = b"[INFO] GE(5569,python3):2025-11-12-03:40:05.000.001 [x.cc:1]5571 Other: noise\n"
+    body = (noise * 30 + LOG) * 200
+    path = tmp_path / "big.log"
+    path.write_bytes(body)
+    (tmp_path / "small.log").write_bytes(LOG)
+    sources = list(iter_sources([str(path), str(tmp_path / "small.log")], []))
+    units = parallel.plan_units(sources, 3)
+    assert [u.end is not None for u in units] == [True, True, True, False]
+    engine = parallel.Engine(RuleSet.load())
+    results = [parallel.run_unit(engine, u) for u in units]
+    assert all(isinstance(r[2], parallel.Tally) for r in results)
+    store, _, tally = parallel.merge_results(units, results)
+    assert tally is not None and tally.count == len(list(store)) == 201
+    one = analyze([str(path), str(tmp_path / "small.log")], jobs=1)
+    assert tally.summary() == summarize(one.findings)
