@@ -33,8 +33,8 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     store.transform = time_policy(store.raw, store.guessed > 0, window)
     if tally is None or store.transform is not None:
         # The units' own tallies do not fit (a name met twice, a split file's ranges whose bursts
-        # cannot be renumbered exactly, or the time policy
-        # changes findings): count the findings again, read back in report order.
+        # cannot be renumbered exactly, or the time policy changes findings): count the findings
+        # again, read back in report order.
         tally = Tally()
         for finding in store:
             tally.add(finding)
