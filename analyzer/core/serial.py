@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
+from itertools import compress, islice
 from typing import Any
 
 from .errors import InputError
@@ -150,11 +150,29 @@ def _pick() -> Callable[[Finding, RuleTexts], str]:
 finding_line = _pick()
 
 
-def finding_lines(findings: Iterable[Finding], texts: RuleTexts) -> Iterator[str]:
-    """`finding_line` of each finding, in order."""
+NativeLines = Callable[[list[Finding], dict[str, tuple[str, str]]], list["str | None"]]
+NATIVE_BATCH = 1024  # findings per call of the compiled encoder
+
+
+def finding_lines(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None) -> Iterator[str]:
+    """`finding_line` of each finding, in order. `native`: the compiled core's twin of `_fast`
+    (`ddtriage_core.finding_lines`, a batch at a time; None for a finding it leaves to Python),
+    used only while `_fast` is the encoder; it is given each rule's remedy and references as
+    `_cached` encodes them, so both write the same bytes (tests/core/test_serial_native.py)."""
     encode = finding_line
-    for f in findings:
-        yield encode(f, texts)
+    if native is None or encode is not _fast:
+        for f in findings:
+            yield encode(f, texts)
+        return
+    rules: dict[str, tuple[str, str]] = {}
+    it = iter(findings)
+    while batch := list(islice(it, NATIVE_BATCH)):
+        for rule in {f.rule for f in batch}.difference(rules):
+            if rule.__class__ is str:
+                text = texts.of(rule)
+                rules[rule] = (_cached(text.remedy), _cached(text.references))
+        for f, line in zip(batch, native(batch, rules), strict=True):
+            yield _fast(f, texts) if line is None else line
 
 
 # --- indented JSON (the JSON report's head, SARIF) ---------------------------------------------------

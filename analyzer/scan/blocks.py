@@ -99,6 +99,14 @@ def core_nearby() -> Callable[[str], object] | None:
     return _core.Nearby if ENGINE == "rust" and _core is not None else None
 
 
+def core_finding_lines() -> Callable[..., Any] | None:
+    """The compiled core's finding encoder (`ddtriage_core.finding_lines`, the twin of
+    `core.serial._fast`) when the core runs in this process, else None."""
+    if ENGINE != "rust" or _core is None:
+        return None
+    return getattr(_core, "finding_lines", None)
+
+
 def core_codes(spec: Sequence[object]) -> object | None:
     """The compiled core's code forms (`ddtriage_core.Codes`, from `CodeMatcher.core_spec()`) when
     the core scans in this process and reads the patterns alike, else None."""

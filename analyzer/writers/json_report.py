@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..core.records import report_key
 from ..core.serial import REPORT_VERSION, finding_dict, finding_lines, indented
+from ..scan.blocks import core_finding_lines
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -72,7 +73,8 @@ def _lines(analysis: Analysis) -> Iterator[str]:
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
-        yield from finding_lines(analysis.findings, analysis.rule_texts)  # streamed from the store
+        # streamed from the store, encoded by the core where it runs
+        yield from finding_lines(analysis.findings, analysis.rule_texts, core_finding_lines())
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.serial import finding_lines
+from ..scan.blocks import core_finding_lines
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -20,5 +21,5 @@ suffix = ".jsonl"
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    for line in finding_lines(analysis.findings, analysis.rule_texts):
+    for line in finding_lines(analysis.findings, analysis.rule_texts, core_finding_lines()):
         out.write(line + "\n")

@@ -21,11 +21,13 @@ use aho_corasick::{AhoCorasickBuilder, MatchKind};
 use memchr::{memchr, memrchr};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
+use std::fmt::Write as _;
 
 mod codes;
 mod facts;
+mod findingjson;
 mod nodefacts;
 mod prefilter;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
@@ -1062,6 +1064,176 @@ fn tune_allocator(mmap: usize, trim: usize) -> bool {
     }
 }
 
+/// The JSON lines of a batch of findings (`analyzer.core.serial.finding_lines`' twin): per finding
+/// (a `Finding` tuple) its line, or None where Python must write it (a type the fast encoder does
+/// not know exactly, text that is not valid Unicode, a rule missing from `texts`). `texts`: rule
+/// id -> (remedy JSON, references JSON), as `serial._cached` encodes them.
+#[pyfunction]
+fn finding_lines(findings: &Bound<'_, PyList>, texts: &Bound<'_, PyDict>) -> PyResult<Vec<Option<String>>> {
+    guarded("finding_lines", || {
+        let mut out = Vec::with_capacity(findings.len());
+        for f in findings.iter() {
+            out.push(finding_line(&f, texts).ok().flatten());
+        }
+        Ok(out)
+    })
+}
+
+fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
+    use findingjson::{push_opt, push_string};
+    let t = f.cast::<PyTuple>()?;
+    if t.len() != 33 {
+        return Ok(None);
+    }
+    let item = |i: usize| t.get_item(i);
+    // exact types only: anything else (a subclass, a bool for an int) is Python's to write
+    fn text(v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+        if v.is_none() {
+            return Ok(None);
+        }
+        let s = v.cast_exact::<PyString>()?;
+        Ok(Some(s.to_str()?.to_owned()))
+    }
+    fn must(v: Option<String>) -> PyResult<String> {
+        v.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("None"))
+    }
+    fn int(v: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+        if v.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(v.cast_exact::<PyInt>()?.extract::<i64>()?))
+    }
+    fn flag(v: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
+        if v.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(v.cast_exact::<PyBool>()?.is_true()))
+    }
+    fn push_flag(out: &mut String, v: Option<bool>) {
+        out.push_str(match v {
+            None => "null",
+            Some(true) => "true",
+            Some(false) => "false",
+        });
+    }
+    fn push_int(out: &mut String, v: Option<i64>) {
+        match v {
+            None => out.push_str("null"),
+            Some(n) => {
+                let _ = write!(out, "{n}");
+            }
+        }
+    }
+    let rule = must(text(&item(9)?)?)?;
+    let Some(found) = texts.get_item(&rule)? else {
+        return Ok(None);
+    };
+    let pair = found.cast_exact::<PyTuple>()?;
+    let remedy = pair.get_item(0)?.cast_exact::<PyString>()?.to_str()?.to_owned();
+    let references = pair.get_item(1)?.cast_exact::<PyString>()?.to_str()?.to_owned();
+    let mut o = String::with_capacity(1024);
+    o.push_str("{\"source\": ");
+    push_string(&mut o, &must(text(&item(0)?)?)?);
+    o.push_str(", \"line\": ");
+    push_int(
+        &mut o,
+        Some(int(&item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?),
+    );
+    o.push_str(", \"timestamp\": ");
+    push_opt(&mut o, text(&item(2)?)?.as_deref());
+    o.push_str(", \"time_source\": ");
+    push_opt(&mut o, text(&item(31)?)?.as_deref());
+    o.push_str(", \"inferred_time\": ");
+    push_opt(&mut o, text(&item(23)?)?.as_deref());
+    o.push_str(", \"code\": ");
+    push_string(&mut o, &must(text(&item(3)?)?)?);
+    o.push_str(", \"name\": ");
+    push_opt(&mut o, text(&item(4)?)?.as_deref());
+    o.push_str(", \"known\": ");
+    push_flag(&mut o, flag(&item(16)?)?);
+    o.push_str(", \"api\": ");
+    push_opt(&mut o, text(&item(5)?)?.as_deref());
+    o.push_str(", \"api_evidence\": ");
+    push_opt(&mut o, text(&item(6)?)?.as_deref());
+    o.push_str(", \"api_line\": ");
+    push_int(&mut o, int(&item(7)?)?);
+    o.push_str(", \"recoverable\": ");
+    push_flag(&mut o, flag(&item(8)?)?);
+    o.push_str(", \"rule\": ");
+    push_string(&mut o, &rule);
+    o.push_str(", \"fingerprint\": ");
+    push_string(&mut o, &must(text(&item(24)?)?)?);
+    o.push_str(", \"action\": ");
+    push_string(&mut o, &must(text(&item(10)?)?)?);
+    o.push_str(", \"remedy\": ");
+    o.push_str(&remedy);
+    o.push_str(", \"references\": ");
+    o.push_str(&references);
+    o.push_str(", \"form\": ");
+    push_string(&mut o, &must(text(&item(12)?)?)?);
+    o.push_str(", \"in_cluster_results\": ");
+    push_flag(&mut o, flag(&item(15)?)?);
+    for (key, i) in [
+        ("bundle", 25),
+        ("node", 18),
+        ("pod", 26),
+        ("container", 27),
+        ("stream", 28),
+        ("envelope", 29),
+        ("envelope_time", 30),
+    ] {
+        let _ = write!(o, ", \"{key}\": ");
+        push_opt(&mut o, text(&item(i)?)?.as_deref());
+    }
+    o.push_str(", \"kind\": ");
+    push_string(&mut o, &must(text(&item(19)?)?)?);
+    for (key, i) in [("device", 20), ("pid", 13), ("tid", 14)] {
+        let _ = write!(o, ", \"{key}\": ");
+        push_opt(&mut o, text(&item(i)?)?.as_deref());
+    }
+    o.push_str(", \"causes\": [");
+    let causes = item(22)?;
+    let causes = causes.cast_exact::<PyTuple>()?;
+    for (n, c) in causes.iter().enumerate() {
+        let c = c.cast_exact::<PyTuple>()?;
+        if c.len() != 4 {
+            return Ok(None);
+        }
+        if n > 0 {
+            o.push_str(", ");
+        }
+        o.push_str("{\"line\": ");
+        push_int(
+            &mut o,
+            Some(int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?),
+        );
+        for (key, i) in [("family", 1), ("code", 2), ("meaning", 3)] {
+            let _ = write!(o, ", \"{key}\": ");
+            push_string(&mut o, &must(text(&c.get_item(i)?)?)?);
+        }
+        o.push('}');
+    }
+    o.push_str("], \"link\": {");
+    let link = item(32)?;
+    let link = link.cast_exact::<PyTuple>()?;
+    for (n, kv) in link.iter().enumerate() {
+        let kv = kv.cast_exact::<PyTuple>()?;
+        if kv.len() != 2 {
+            return Ok(None);
+        }
+        if n > 0 {
+            o.push_str(", ");
+        }
+        push_string(&mut o, &must(text(&kv.get_item(0)?)?)?);
+        o.push_str(": ");
+        push_string(&mut o, &must(text(&kv.get_item(1)?)?)?);
+    }
+    o.push_str("}, \"text\": ");
+    push_string(&mut o, &must(text(&item(11)?)?)?);
+    o.push('}');
+    Ok(Some(o))
+}
+
 #[pymodule]
 fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     install_hook();
@@ -1073,5 +1245,6 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codes>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
+    m.add_function(wrap_pyfunction!(finding_lines, m)?)?;
     Ok(())
 }

@@ -1,0 +1,57 @@
+"""Stage: core (serial). The compiled core's finding encoder (`ddtriage_core.finding_lines`) writes
+every finding's JSON line byte for byte as `serial._fast` does, and leaves to Python what it does
+not know exactly (a lone surrogate, an int past 64 bits, a subclass, an unknown rule)."""
+
+import json
+
+import pytest
+from analyzer.core import serial
+from analyzer.core.records import Finding, RuleText, RuleTexts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+core = pytest.importorskip("ddtriage_core")
+
+TEXTS = RuleTexts({"r1": RuleText("Relink: \"quoted\"\n\u4e2d\u6587", ("https://x/a", "b\\c")), "r2": RuleText("", ())})
+
+_text = st.text(max_size=40)  # any code point, lone surrogates and C0 controls included
+_opt = st.none() | _text
+_int = st.integers(-(1 << 70), 1 << 70)  # past 64 bits too: Python's to write
+
+
+@st.composite
+def findings(draw):
+    return Finding(
+        source=draw(_text), line=draw(_int), timestamp=draw(_opt), code=draw(_text), name=draw(_opt),
+        api=draw(_opt), api_evidence=draw(_opt), api_line=draw(st.none() | _int),
+        recoverable=draw(st.sampled_from([None, True, False])), rule=draw(st.sampled_from(["r1", "r2", "r3"])),
+        action=draw(_text), text=draw(_text), form=draw(_text), pid=draw(_opt), tid=draw(_opt),
+        in_cluster_results=draw(st.booleans()), known=draw(st.booleans()), node=draw(_opt), kind=draw(_text),
+        device=draw(_opt), causes=tuple(draw(st.lists(st.tuples(_int, _text, _text, _text), max_size=3))),
+        time_hint=draw(_opt), fingerprint=draw(_text), bundle=draw(_opt), pod=draw(_opt), container=draw(_opt),
+        stream=draw(_opt), envelope=draw(_opt), envelope_time=draw(_opt), time_source=draw(_opt),
+        link=tuple(draw(st.lists(st.tuples(_text, _text), max_size=3))))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(findings(), max_size=8))
+def test_native_lines_equal_the_python_encoder(batch):
+    assert serial.finding_line is serial._fast  # the encoder the native one twins
+    plain = list(serial.finding_lines(batch, TEXTS))
+    assert list(serial.finding_lines(batch, TEXTS, core.finding_lines)) == plain
+    for line, f in zip(plain, batch, strict=True):
+        if not any(0xD800 <= ord(c) <= 0xDFFF for c in line):
+            assert json.loads(line)["line"] == f.line
+
+
+def test_native_answers_ordinary_findings_itself():
+    """Not a test that Python passes on its own: the core writes these lines, and leaves the odd ones."""
+    f = Finding(source="plog/plog-1.log", line=12, timestamp="2025-11-12T03:40:05.101002", code="0x5010B001",
+                name="LLM_WAIT_PROC_TIMEOUT", api="PullKvBlocks", api_evidence="func", api_line=11, recoverable=True,
+                rule="r1", action="retry", text='ErrorNo: 1343270913 "x"\t\x01 \u00e9', form="plog_errorno",
+                pid="5569", causes=((10, "runtime", "507046", "m"),), link=(("req_id", "7"), ("remote_addr", "a")))
+    rules = {"r1": (serial._cached(TEXTS.of("r1").remedy), serial._cached(TEXTS.of("r1").references))}
+    odd = [f._replace(text="\ud800"), f._replace(line=1 << 64), f._replace(rule="r9"), f._replace(recoverable=1)]
+    lines = core.finding_lines([f, *odd], rules)
+    assert lines[0] == serial._fast(f, TEXTS)
+    assert lines[1:] == [None, None, None, None]
