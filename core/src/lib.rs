@@ -1079,6 +1079,27 @@ fn finding_lines(findings: &Bound<'_, PyList>, texts: &Bound<'_, PyDict>) -> PyR
     })
 }
 
+/// Each tuple of `width` items in the tuple `seq`, written by `each` after ", " from the second on.
+/// False where an item is not a tuple of that width (Python writes the finding then).
+fn push_each(
+    o: &mut String,
+    seq: &Bound<'_, PyAny>,
+    width: usize,
+    mut each: impl FnMut(&mut String, &Bound<'_, PyTuple>) -> PyResult<()>,
+) -> PyResult<bool> {
+    for (n, item) in seq.cast_exact::<PyTuple>()?.iter().enumerate() {
+        let item = item.cast_exact::<PyTuple>()?;
+        if item.len() != width {
+            return Ok(false);
+        }
+        if n > 0 {
+            o.push_str(", ");
+        }
+        each(o, item)?;
+    }
+    Ok(true)
+}
+
 fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
     use findingjson::{push_opt, push_string};
     let t = f.cast::<PyTuple>()?;
@@ -1192,41 +1213,31 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
         push_opt(&mut o, text(&item(i)?)?.as_deref());
     }
     o.push_str(", \"causes\": [");
-    let causes = item(22)?;
-    let causes = causes.cast_exact::<PyTuple>()?;
-    for (n, c) in causes.iter().enumerate() {
-        let c = c.cast_exact::<PyTuple>()?;
-        if c.len() != 4 {
-            return Ok(None);
-        }
-        if n > 0 {
-            o.push_str(", ");
-        }
+    // (line, family, code, meaning) each, as `serial._cached` writes `_plain(causes)`
+    let whole = push_each(&mut o, &item(22)?, 4, |o, c| {
         o.push_str("{\"line\": ");
         push_int(
-            &mut o,
+            o,
             Some(int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?),
         );
         for (key, i) in [("family", 1), ("code", 2), ("meaning", 3)] {
             let _ = write!(o, ", \"{key}\": ");
-            push_string(&mut o, &must(text(&c.get_item(i)?)?)?);
+            push_string(o, &must(text(&c.get_item(i)?)?)?);
         }
         o.push('}');
-    }
+        Ok(())
+    })?;
     o.push_str("], \"link\": {");
-    let link = item(32)?;
-    let link = link.cast_exact::<PyTuple>()?;
-    for (n, kv) in link.iter().enumerate() {
-        let kv = kv.cast_exact::<PyTuple>()?;
-        if kv.len() != 2 {
-            return Ok(None);
-        }
-        if n > 0 {
-            o.push_str(", ");
-        }
-        push_string(&mut o, &must(text(&kv.get_item(0)?)?)?);
-        o.push_str(": ");
-        push_string(&mut o, &must(text(&kv.get_item(1)?)?)?);
+    // (kind, value) each, as `serial._link` writes them
+    let whole = whole
+        && push_each(&mut o, &item(32)?, 2, |o, kv| {
+            push_string(o, &must(text(&kv.get_item(0)?)?)?);
+            o.push_str(": ");
+            push_string(o, &must(text(&kv.get_item(1)?)?)?);
+            Ok(())
+        })?;
+    if !whole {
+        return Ok(None);
     }
     o.push_str("}, \"text\": ");
     push_string(&mut o, &must(text(&item(11)?)?)?);
