@@ -33,7 +33,7 @@ def findings(draw):
         link=tuple(draw(st.lists(st.tuples(_text, _text), max_size=3))))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(findings(), max_size=8))
 def test_native_lines_equal_the_python_encoder(batch):
     assert serial.finding_line is serial._fast  # the encoder the native one twins
