@@ -34,6 +34,7 @@ from ..scan.blocks import (
     Prefilter,
     ScanCounts,
     core_codes,
+    core_families,
     core_nearby,
     decode,
     scan_stream,
@@ -113,6 +114,7 @@ class Engine:
                      else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
             self.linkfacts.use_core(owner.core_facts(), judges_proofs=owner.facts_judge_proofs)
             self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
+            self.neighbours.use_core(core_families(self.neighbours.core_rows()))  # and neighbour errors
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:

@@ -11,17 +11,69 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import RuleError
 from . import compiled
 from .catalog import localized, read_yaml
 from .compiled import LazyPattern
 
-if TYPE_CHECKING:
-    pass
+SHIPPED = Path(__file__).parent.parent / "data" / "neighbours.yaml"
+
+# Rewrites that make a family's pattern one Rust's regex reads as Python's `re` does, on a line of
+# printable ASCII (the only lines the core answers): a look-behind/-ahead for "no word character"
+# next to a word character is a word boundary there; "no digit" at the end of an alternative may
+# consume the character instead (the groups are the same, only the whole match grows).
+_NOT_WORD_BEFORE = re.compile(r"\(\?<!\[0-9A-Za-z_\]\)(?=\(\?P<\w+>[0-9A-Za-z_])")
+_NOT_WORD_AFTER = re.compile(r"(\[(?:[0-9A-Za-z_](?:-[0-9A-Za-z_])?)+\]\{\d{1,3}\}\))\(\?!\[0-9A-Za-z_\]\)")
+_NOT_DIGIT = "(?![0-9])"
+_POSSESSIVE = re.compile(r"(?<=[*+?}])\+")
 
 
+def core_pattern(pattern: str, shipped: bool) -> str | None:
+    """The family pattern for the compiled core (`families.rs`), or None when it stays Python's.
+    A possessive repeat is read as a greedy one only in the `shipped` patterns: each is followed
+    there by what it cannot match, so giving characters back never makes another match (checked
+    by hand, proven by tests/knowledge/test_families_core.py); a user's own stays Python's."""
+    out = _NOT_WORD_AFTER.sub(r"\1\\b", _NOT_WORD_BEFORE.sub(r"\\b", pattern))
+    depth, i, parts = 0, 0, []
+    while (at := out.find(_NOT_DIGIT, i)) != -1:
+        depth += _depth(out[i:at])
+        after = out[at + len(_NOT_DIGIT):]
+        if depth != 0 or not (after == "" or after.startswith("|")):
+            return None  # not at the end of a top-level alternative: consuming would take a character
+        parts.append(out[i:at] + "(?:[^0-9]|$)")
+        i = at + len(_NOT_DIGIT)
+    out = "".join(parts) + out[i:]
+    marks = [m.start() for m in _POSSESSIVE.finditer(_unescaped(out))]  # not an escaped `\+`
+    if marks and not shipped:
+        return None
+    for at in reversed(marks):
+        out = out[:at] + out[at + 1:]
+    return out
+
+
+def _unescaped(text: str) -> str:
+    return re.sub(r"\\.", "__", text)
+
+
+def _depth(text: str) -> int:
+    """How many more groups `text` opens than closes (escapes and classes skipped)."""
+    text = re.sub(r"\[(?:\\.|[^\]\\])*\]", "", _unescaped(text))
+    return text.count("(") - text.count(")")
+
+
+_shipped: set[str] | None = None
+
+
+def shipped_patterns() -> set[str]:
+    """The patterns of the families this package ships."""
+    global _shipped
+    if _shipped is None:
+        data = read_yaml(SHIPPED)
+        entries = data.get("families", []) if isinstance(data, dict) else []
+        _shipped = {str(e.get("pattern", "")) for e in entries if isinstance(e, dict)}
+    return _shipped
 
 
 def _literal_db(literals: tuple[bytes, ...]) -> Any:
@@ -67,6 +119,17 @@ class NeighbourMatcher:
         self.literals = tuple(dict.fromkeys(lit for f in families for lit in f.literals))
         self._raw_literals = tuple(lit.encode() for lit in self.literals)
         self._db: Any = False  # built on first use (False: not yet); None without hyperscan
+        self._core: Any = None  # the compiled core's families (`ddtriage_core.Families`), under the core
+
+    def core_rows(self) -> list[tuple[list[str], str | None]]:
+        """The families as the compiled core takes them: literals, and the pattern it reads alike."""
+        shipped = shipped_patterns()
+        return [(list(f.literals), core_pattern(f.pattern.pattern, f.pattern.pattern in shipped))
+                for f in self.families]
+
+    def use_core(self, table: Any) -> None:
+        """Answer plain ASCII lines with the compiled core's families (`core_rows`)."""
+        self._core = table
 
     def __reduce__(self) -> tuple[type[NeighbourMatcher], tuple[list[Family]]]:
         # A hyperscan database does not pickle: a worker process (Dask) compiles its own.
@@ -75,6 +138,9 @@ class NeighbourMatcher:
     def families_in(self, raw: bytes) -> list[Family]:
         """The families whose literals occur in some undecoded text: a cheap test before `find`
         that also narrows what `find` tries."""
+        if self._core is not None:
+            bits = self._core.present(raw)
+            return [f for i, f in enumerate(self.families) if bits >> i & 1] if bits else []
         if self._db is False:
             self._db = _literal_db(self._raw_literals)
         if self._db is not None:
@@ -86,17 +152,29 @@ class NeighbourMatcher:
         return [f for f in self.families if present.intersection(f.literals)] if present else []
 
     def find(self, line: str, families: list[Family] | None = None) -> list[tuple[str, str, str]]:
-        """[(family id, code, meaning)] on a line, the first error of each family."""
+        """[(family id, code, meaning)] on a line, the first error of each family (of `families`
+        only, when given)."""
+        core = self._core
+        # the core reads printable ASCII without the CRs that end it: such a line is Python's
+        if core is not None and line.isascii() and not line.endswith("\r"):
+            hits = core.find(line.encode())
+            if hits is not None:
+                chosen = self.families
+                return [self._found(chosen[i], code) for i, code in hits
+                        if families is None or chosen[i] in families]
         out = []
         for family in self.families if families is None else families:
             if not any(lit in line for lit in family.literals):
                 continue
             m = family.pattern.search(line)
             if m:
-                code = next((g for g in m.groups() if g), m.group(0))
-                code = family.aliases.get(code.lower(), code)
-                out.append((family.id, code, family.meaning(code)))
+                out.append(self._found(family, next((g for g in m.groups() if g), m.group(0))))
         return out
+
+    @staticmethod
+    def _found(family: Family, code: str) -> tuple[str, str, str]:
+        code = family.aliases.get(code.lower(), code)
+        return (family.id, code, family.meaning(code))
 
     def family(self, family_id: str) -> Family | None:
         return next((f for f in self.families if f.id == family_id), None)

@@ -118,6 +118,17 @@ def core_codes(spec: Sequence[object]) -> object | None:
         return None
 
 
+def core_families(rows: Sequence[object]) -> object | None:
+    """The compiled core's neighbour families (`ddtriage_core.Families`, from
+    `NeighbourMatcher.core_rows()`) when the core scans in this process, else None."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "Families"):
+        return None
+    try:
+        return _core.Families(list(rows))
+    except ValueError:  # an empty literal or too many families: Python's
+        return None
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")

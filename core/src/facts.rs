@@ -154,11 +154,7 @@ impl FactTable {
         // decode() drops trailing CRs; anything else but printable ASCII and tabs goes to Python
         // (NUL padding, colour escapes, other controls, UTF-8 and invalid bytes).
         let line = without_cr(raw);
-        // branch-free, so that it vectorises: a byte outside 0x20..0x7F that is not a tab
-        let odd = line.iter().fold(0u8, |acc, &b| {
-            acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t')) as u8
-        });
-        if odd != 0 {
+        if !printable(line) {
             return Answer::Python;
         }
         let Some(ac) = &self.ac else {
@@ -224,7 +220,7 @@ impl FactTable {
 
 /// Row `row`'s literals into one table of unique literals, each with the rows that list it; an
 /// empty literal is refused.
-fn add_literals(
+pub(crate) fn add_literals(
     literals: &mut Vec<Vec<u8>>,
     rows_of: &mut Vec<Vec<usize>>,
     lits: Vec<String>,
@@ -248,7 +244,7 @@ fn add_literals(
 
 /// Per literal, the rows of every literal that is a prefix of it (itself too): a leftmost-longest
 /// match at a start also says that each of those is there.
-fn with_prefixes(literals: &[Vec<u8>], rows_of: &[Vec<usize>]) -> Vec<Vec<usize>> {
+pub(crate) fn with_prefixes(literals: &[Vec<u8>], rows_of: &[Vec<usize>]) -> Vec<Vec<usize>> {
     literals
         .iter()
         .map(|l| {
@@ -265,7 +261,7 @@ fn with_prefixes(literals: &[Vec<u8>], rows_of: &[Vec<usize>]) -> Vec<Vec<usize>
 
 /// A leftmost-longest automaton of the literals (None: there are none). Its prefilter skips to
 /// the few places a literal may start, unlike an overlapping search, which steps every byte.
-fn leftmost_longest(literals: &[Vec<u8>]) -> Result<Option<AhoCorasick>, String> {
+pub(crate) fn leftmost_longest(literals: &[Vec<u8>]) -> Result<Option<AhoCorasick>, String> {
     if literals.is_empty() {
         return Ok(None);
     }
@@ -279,7 +275,7 @@ fn leftmost_longest(literals: &[Vec<u8>]) -> Result<Option<AhoCorasick>, String>
 /// `f(literal)` for the longest literal at every start where one matches, left to right (each
 /// search resumes one byte after the last match's start), until `f` says false. With
 /// `with_prefixes`, every literal in the line is seen.
-fn for_each_start(ac: &AhoCorasick, line: &[u8], mut f: impl FnMut(usize) -> bool) {
+pub(crate) fn for_each_start(ac: &AhoCorasick, line: &[u8], mut f: impl FnMut(usize) -> bool) {
     let mut pos = 0;
     while pos < line.len() {
         let Some(m) = ac.find(Input::new(line).span(pos..line.len())) else {
@@ -290,6 +286,14 @@ fn for_each_start(ac: &AhoCorasick, line: &[u8], mut f: impl FnMut(usize) -> boo
         }
         pos = m.start() + 1;
     }
+}
+
+/// Whether every byte is printable ASCII or a tab (the lines the core answers).
+pub fn printable(line: &[u8]) -> bool {
+    // branch-free, so that it vectorises: a byte outside 0x20..0x7F that is not a tab
+    line.iter().fold(0u8, |acc, &b| {
+        acc | ((b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t')) as u8
+    }) == 0
 }
 
 /// The line as `decode` leaves it when it is plain ASCII: without its trailing CRs.

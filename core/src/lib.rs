@@ -27,6 +27,7 @@ use std::fmt::Write as _;
 
 mod codes;
 mod facts;
+mod families;
 mod findingjson;
 mod nodefacts;
 mod prefilter;
@@ -992,6 +993,35 @@ impl Nearby {
     }
 }
 
+/// The neighbour families of `knowledge.families.NeighbourMatcher` (see `families.rs`).
+#[pyclass(frozen, module = "ddtriage_core")]
+struct Families {
+    table: families::FamilyTable,
+}
+
+#[pymethods]
+impl Families {
+    #[new]
+    fn new(rows: Vec<families::Row>) -> PyResult<Self> {
+        install_hook();
+        guarded("the neighbour families", || {
+            Ok(Families {
+                table: families::FamilyTable::new(rows).map_err(PyValueError::new_err)?,
+            })
+        })
+    }
+
+    /// Bit k: family k has a literal in `raw`.
+    fn present(&self, raw: &[u8]) -> PyResult<u128> {
+        guarded("a line", || Ok(self.table.present(raw)))
+    }
+
+    /// [(family index, code text)] of a line, or None when Python must answer.
+    fn find(&self, raw: &[u8]) -> PyResult<Option<Vec<(usize, String)>>> {
+        guarded("a line", || Ok(self.table.find(raw)))
+    }
+}
+
 /// The code forms of `detect.patterns.CodeMatcher` (see `codes.rs`), from the catalog's data and
 /// the context patterns Python hands over.
 #[pyclass(frozen, module = "ddtriage_core")]
@@ -1254,6 +1284,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Facts>()?;
     m.add_class::<Nearby>()?;
     m.add_class::<Codes>()?;
+    m.add_class::<Families>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(finding_lines, m)?)?;

@@ -2,7 +2,7 @@
 //! exactly the lines that hold a literal (every search: the trigram index with and without its
 //! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), the link-fact table
 //! answers any line without a panic and as a plain reference does (each kind whose literal is
-//! there: its patterns in order), the proofs' screen says "maybe" whenever a plain reference does,
+//! there: its patterns in order), the neighbour families answer any line, the proofs' screen says "maybe" whenever a plain reference does,
 //! and the plog pid read by hand is the one `Regex::captures` reads.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
@@ -12,6 +12,9 @@ mod codes;
 #[path = "../src/facts.rs"]
 #[allow(dead_code)]
 mod facts;
+#[path = "../src/families.rs"]
+#[allow(dead_code)]
+mod families;
 #[path = "../src/prefilter.rs"]
 #[allow(dead_code)]
 mod prefilter;
@@ -400,6 +403,26 @@ proptest! {
         if let facts::Answer::Facts(found) = table.find(&data) {
             for (_, value) in found {
                 prop_assert!(!value.is_empty() && value.is_ascii());
+            }
+        }
+    }
+
+    #[test]
+    fn the_neighbour_families_answer_any_line(data in bytes_like_logs()) {
+        let table = families::FamilyTable::new(vec![
+            (vec!["errno".into(), "rrno".into()], Some(r"(?i)errno\s*=?\s*(?P<code>104|110)\b".into())),
+            (vec!["E1".into()], Some(r"\b(?P<code>E1[0-9]{4})\b".into())),
+            (vec!["ret".into()], None),
+        ]).unwrap();
+        // every line is answered (plain ASCII, no family of Python's present) or left to Python;
+        // a family is reported only where its literal is, with a code taken from the line
+        let line: Vec<u8> = data.iter().copied().filter(|&b| b != b'\n').collect();
+        let present = table.present(&line);
+        if let Some(found) = table.find(&line) {
+            prop_assert!(present & 0b100 == 0);
+            for (k, code) in found {
+                prop_assert!(present >> k & 1 == 1);
+                prop_assert!(!code.is_empty() && memmem::find(&line, code.as_bytes()).is_some());
             }
         }
     }
