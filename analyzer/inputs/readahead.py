@@ -29,7 +29,7 @@ from .streams import Reader
 READ_AHEAD_BLOCK = 4 << 20  # bytes asked of the decompressor per read in the thread (a block handed over)
 AHEAD = 3  # blocks decompressed ahead of the reader, at most
 START = 8 << 20  # bytes read in the caller's thread before a thread is worth starting
-_POLL = 0.1  # seconds between checks, by a blocked thread, that its reader still wants it
+POLL = 0.1  # seconds between checks, by a blocked thread, that its reader still wants it
 
 _EOF = object()  # the end of the stream, in the queue
 
@@ -103,7 +103,7 @@ class ReadAhead(io.RawIOBase):
         if self._thread is not None and self._queue is not None:
             while self._thread.is_alive():
                 with suppress(queue.Empty):
-                    self._queue.get(timeout=_POLL)  # unblock a put
+                    self._queue.get(timeout=POLL)  # unblock a put
             self._thread = None
         self._buf, self._done = b"", True
         super().close()
@@ -121,16 +121,17 @@ def _fill(inner: Reader, out: queue.Queue[object], stop: threading.Event, block:
             break
         if not piece:
             break
-        if not _put(out, piece, stop):
+        if not put_or_stop(out, piece, stop):
             return
-    _put(out, item, stop)
+    put_or_stop(out, item, stop)
 
 
-def _put(out: queue.Queue[object], item: object, stop: threading.Event) -> bool:
-    """Wait for room in the queue; False when the reader let go meanwhile."""
+def put_or_stop(out: queue.Queue[object], item: object, stop: threading.Event) -> bool:
+    """Wait for room in the queue; False when the reader let go meanwhile (`stop`). Also what
+    `scan.ahead` hands its items over with."""
     while not stop.is_set():
         try:
-            out.put(item, timeout=_POLL)
+            out.put(item, timeout=POLL)
             return True
         except queue.Full:
             continue

@@ -42,7 +42,7 @@ from .store import FindingStore, Run, RunWriter
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-SPLIT_MIN_BYTES = 64 << 20  # a lone plain file at least this big is split across workers
+SPLIT_MIN_BYTES = 32 << 20  # a lone plain file at least this big is split across workers
 # Below this much input, a scan whose jobs were not asked for runs in this process: starting
 # workers (a fork, an engine each, the results pickled back) costs more than they would save.
 POOL_MIN_BYTES = 16 << 20
@@ -332,6 +332,8 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         ahead, unpack.READ_AHEAD = unpack.READ_AHEAD, unpack.READ_AHEAD and jobs > 1
         # So may the compiled core search a big block in threads (a lone stream: a .gz, stdin).
         threads, blocks.CORE_THREADS = blocks.CORE_THREADS, max(1, min(jobs, cpu_count()))
+        # and read and scan the next block in a thread while this one's candidates become findings.
+        scan_ahead, blocks.SCAN_AHEAD = blocks.SCAN_AHEAD, blocks.CORE_THREADS > 1
         try:
             for unit in units:
                 yield run_unit(engine, unit, spill_dir, cut)
@@ -340,6 +342,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         finally:
             unpack.READ_AHEAD = ahead
             blocks.CORE_THREADS = threads
+            blocks.SCAN_AHEAD = scan_ahead
 
 
 _WORKER: Engine | None = None  # the engine of this worker process

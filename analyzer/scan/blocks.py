@@ -42,6 +42,9 @@ ENGINES = ("python", "rust", "auto")
 # Threads the compiled core may search and answer one big block in: 1 unless the runner knows CPUs
 # would be idle (one stream scanned alone with --jobs N); the candidates are the same either way.
 CORE_THREADS = 1
+# Whether the compiled core reads and scans the next block in a thread while Python handles this
+# one's candidates: only where a CPU would be idle (the runner sets it with CORE_THREADS).
+SCAN_AHEAD = False
 
 
 def _resolve_engine() -> tuple[str, ModuleType | None]:
@@ -428,7 +431,43 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
 
 def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size: int, facts: FactSink | None,
                fact_rows: RowSink | None) -> Iterator[Candidate]:
-    """`_scan_core`'s loop: the core's blocks to candidates, counts moved as in the Python loop."""
+    """`_scan_core`'s loop: the core's blocks to candidates, counts moved as in the Python loop.
+    With SCAN_AHEAD, the blocks are read and scanned one ahead in a thread (`scan.ahead`)."""
+    blocks: Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]] = _core_blocks(core_scan, stream, block_size)
+    ahead = None
+    if SCAN_AHEAD:
+        from .ahead import Ahead
+
+        blocks = ahead = Ahead(blocks)
+    try:
+        for block, report in blocks:
+            nbytes, read, lines_before, buf, first_line_no, cands, lines_after, _done = block
+            if read and report is not None:
+                report(read)
+            counts.bytes += nbytes
+            counts.lines += lines_before
+            for number, offset, start, raw, facts_only in cands:
+                if facts_only is not False:  # True: a fact-only line; a list: its facts; a tuple: rows
+                    if facts is not None:
+                        if facts_only.__class__ is tuple:
+                            fact_rows(facts_only)  # type: ignore[misc]  # rows come only with a row sink
+                        else:
+                            facts(number, raw, None if facts_only is True else facts_only)
+                        continue
+                    yield Candidate(number, offset, raw, buf, start, first_line_no, True)
+                else:
+                    yield Candidate(number, offset, raw, buf, start, first_line_no)
+            counts.lines += lines_after
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _core_blocks(core_scan: object, stream: Reader, block_size: int
+                 ) -> Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]]:
+    """Each block the core hands back (with the progress callback of a plain file it reads), to
+    the end of the stream; then the error that ended it, if any (a read error after the blocks
+    before it, as the Python loop raises it)."""
     scan = cast(Any, core_scan)
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
@@ -447,24 +486,8 @@ def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size
             except Exception as exc:  # noqa: BLE001 - re-raised below, after the partial line
                 failure, chunk = exc, b""
             block = scan.feed(chunk or b"")
-        nbytes, read, lines_before, buf, first_line_no, cands, lines_after, done = block
-        if read and report is not None:
-            report(read)
-        counts.bytes += nbytes
-        counts.lines += lines_before
-        for number, offset, start, raw, facts_only in cands:
-            if facts_only is not False:  # True: a fact-only line; a list: its facts; a tuple: rows
-                if facts is not None:
-                    if facts_only.__class__ is tuple:
-                        fact_rows(facts_only)  # type: ignore[misc]  # rows come only with a row sink
-                    else:
-                        facts(number, raw, None if facts_only is True else facts_only)
-                    continue
-                yield Candidate(number, offset, raw, buf, start, first_line_no, True)
-            else:
-                yield Candidate(number, offset, raw, buf, start, first_line_no)
-        counts.lines += lines_after
-        if done:
+        yield block, report
+        if block[-1]:
             break
     error = scan.error()
     if error is not None:

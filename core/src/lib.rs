@@ -940,9 +940,10 @@ impl Facts {
     }
 
     /// The facts of one raw line, or None when Python must decide (the twin tests ask).
-    fn find(&self, py: Python<'_>, raw: &[u8]) -> PyResult<Option<Vec<(String, String)>>> {
-        let table = self.table.clone();
-        let answer = guarded("a line", || Ok(py.detach(|| table.find(raw))))?;
+    fn find(&self, raw: &[u8]) -> PyResult<Option<Vec<(String, String)>>> {
+        // Not without the GIL: a line takes microseconds, and giving the GIL up lets a thread
+        // that scans ahead take it for up to a switch interval.
+        let answer = guarded("a line", || Ok(self.table.find(raw)))?;
         Ok(match answer {
             Answer::Python => None,
             Answer::Facts(f) => Some(f.into_iter().map(|(k, v)| (self.table.ids[k].clone(), v)).collect()),
@@ -977,7 +978,7 @@ impl Nearby {
     }
 
     /// Whether the regex matches somewhere in `text`, or None when Python must answer.
-    fn search(&self, py: Python<'_>, text: &str) -> PyResult<Option<bool>> {
+    fn search(&self, text: &str) -> PyResult<Option<bool>> {
         let bytes = text.as_bytes();
         // Python's `$` also matches before a final newline; Rust's does not.
         if bytes.last() == Some(&b'\n') {
@@ -989,7 +990,8 @@ impl Nearby {
         if odd != 0 {
             return Ok(None);
         }
-        guarded("a nearby regex", || Ok(Some(py.detach(|| self.re.is_match(bytes)))))
+        // with the GIL held, as `Facts.find`: one finding's lines take microseconds
+        guarded("a nearby regex", || Ok(Some(self.re.is_match(bytes))))
     }
 }
 

@@ -64,13 +64,23 @@ def _derived(c: Candidate) -> tuple:
     return c.lookback(), c.raw_before(40), c.raw_after(100), c.raw_since(c.offset - 10)
 
 
-def same(stream_of, **kw) -> None:
+def same(stream_of, ahead: bool = True, **kw) -> None:
+    """Both engines alike; the core also with its blocks read and scanned ahead in a thread
+    (`ahead`: not asked at the tiniest block sizes, where each byte would cross the thread)."""
     for prefilter in _prefilters():
         for sink in (False, True):
             python = run(stream_of, prefilter, "python", sink, **kw)
             rust = run(stream_of, prefilter, "rust", sink, **kw)
             assert rust[0] == python[0], (prefilter.engine, sink, kw)
             assert rust[1:] == python[1:], (prefilter.engine, sink, kw)
+            if not ahead:
+                continue
+            scanner.SCAN_AHEAD = True
+            try:
+                ahead = run(stream_of, prefilter, "rust", sink, **kw)
+            finally:
+                scanner.SCAN_AHEAD = False
+            assert ahead == rust, (prefilter.engine, sink, kw)
 
 
 CRAFTED = {
@@ -101,7 +111,7 @@ def test_crafted_inputs_at_every_block_size(name: str, block_size: int) -> None:
     if block_size < 64 and len(data) > 20000 or block_size < 1000 and len(data) > 60000:
         pytest.skip("too slow at this block size (the Python twin)")
     for max_line in (scanner.MAX_LINE, 1000):
-        same(lambda: io.BytesIO(data), block_size=block_size, max_line=max_line)
+        same(lambda: io.BytesIO(data), ahead=block_size >= 64, block_size=block_size, max_line=max_line)
 
 
 @pytest.mark.parametrize("history", [b"", b"prev 0x5010\nlocal ip 9\n", b"x" * (HISTORY_BYTES + 10) + b"\nerrno\n"])
@@ -278,3 +288,5 @@ def test_blocks_searched_in_threads_give_the_same_candidates_facts_and_rows(tmp_
     assert len(one[2]) > 100 and one[3]  # runs of rows between the full lines, and their node's facts
     assert scanned(2) == one
     assert scanned(3) == one
+    monkeypatch.setattr(scanner, "SCAN_AHEAD", True)  # and read and scanned ahead in a thread
+    assert scanned(2) == one

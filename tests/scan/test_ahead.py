@@ -1,0 +1,78 @@
+"""scan.ahead: an iterator made ahead in a thread gives the same items, errors and cleanup."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+import time
+
+import pytest
+from analyzer.scan.ahead import Ahead
+
+
+def _slow(items: list[int], seed: int):
+    rng = random.Random(seed)
+    for item in items:
+        time.sleep(rng.random() / 2000)
+        yield item
+
+
+def test_the_items_come_in_order_whatever_the_timing() -> None:
+    for seed in range(5):
+        items = list(range(200))
+        rng = random.Random(seed)
+        got = []
+        for item in Ahead(_slow(items, seed)):
+            time.sleep(rng.random() / 2000)
+            got.append(item)
+        assert got == items
+
+
+def test_an_error_is_raised_after_the_items_before_it() -> None:
+    def failing():
+        yield 1
+        yield 2
+        raise OSError(5, "Input/output error")
+
+    ahead = Ahead(failing())
+    assert next(ahead) == 1
+    assert next(ahead) == 2
+    with pytest.raises(OSError, match="Input/output"):
+        next(ahead)
+    with pytest.raises(StopIteration):
+        next(ahead)
+
+
+def test_closing_early_stops_the_thread_and_runs_the_generators_cleanup() -> None:
+    cleaned = threading.Event()
+    made = []
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                made.append(n)
+                yield n
+                n += 1
+        finally:
+            cleaned.set()
+
+    ahead = Ahead(endless())
+    assert [next(ahead) for _ in range(3)] == [0, 1, 2]
+    ahead.close()
+    assert cleaned.is_set()
+    assert not any(t.name == "ddtriage-scan-ahead" and t.is_alive() for t in threading.enumerate())
+    assert len(made) <= 3 + 2  # bounded: at most one waiting and one being made when it stopped
+    with pytest.raises(StopIteration):
+        next(ahead)
+
+
+def test_the_switch_interval_is_restored_when_the_last_one_ends() -> None:
+    before = sys.getswitchinterval()
+    one, two = Ahead(iter(range(3))), Ahead(iter(range(3)))
+    assert sys.getswitchinterval() < before
+    assert list(one) == [0, 1, 2]
+    assert sys.getswitchinterval() < before  # the other still runs
+    two.close()
+    assert sys.getswitchinterval() == before
