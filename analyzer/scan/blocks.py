@@ -39,11 +39,11 @@ except ImportError:  # pragma: no cover - depends on the platform
     _hyperscan = None
 
 ENGINES = ("python", "rust", "auto")
-# Threads the compiled core may search and answer one big block in: 1 unless the runner knows CPUs
-# would be idle (one stream scanned alone with --jobs N); the candidates are the same either way.
+# Threads the compiled core may search and answer one big block in (a library caller's choice;
+# the candidates are the same either way). The runner keeps 1 and scans ahead instead.
 CORE_THREADS = 1
 # Whether the compiled core reads and scans the next block in a thread while Python handles this
-# one's candidates: only where a CPU would be idle (the runner sets it with CORE_THREADS).
+# one's candidates: only where a CPU would be idle (the runner sets it: one stream, --jobs N).
 SCAN_AHEAD = False
 
 
