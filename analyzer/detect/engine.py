@@ -376,6 +376,8 @@ class _StreamState:
     observed: Observed = field(default_factory=Observed)  # link facts and related errors of the stream
     # process (pod, container, pid) -> kind -> (value, line)
     recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
+    related_noted: int = 0  # related errors noted in `observed` so far (before any trim)
+    related_line: int = 0  # the line of the last of them
 
 
 def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:

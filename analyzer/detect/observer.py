@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ..core import observations
 from ..core.headers import header_pid, record_headers
 from ..core.observations import Fact, NodeFacts, Observed, Proof, RelatedEvent
 from ..core.records import process_key
@@ -40,6 +41,11 @@ FINDING_LINK_KINDS = frozenset({"req_id", "local_cluster", "remote_cluster", "re
 
 
 
+# Whether a related error no report can keep (past MAX_RELATED of its stream) is only counted, not
+# built; False: built and trimmed as any other, the twin the tests compare it with.
+COUNT_PAST_CAP = True
+
+
 class StreamView(Protocol):
     """What `LineObserver` needs of the engine's per-stream state."""
 
@@ -49,6 +55,8 @@ class StreamView(Protocol):
     year: YearHint | None
     observed: Observed
     recent: dict[str | None, dict[str, tuple[str, int]]]  # process (pod, pid) -> kind -> (value, line)
+    related_noted: int  # related errors noted in `observed` so far
+    related_line: int  # the line of the last of them
 
 
 def node_of(layout: Layout, record: Record | None, pod: str | None, default: str | None) -> str | None:
@@ -185,11 +193,28 @@ class LineObserver:
                 mine[kind] = (value, cand.line_no)
         found = self.neighbours.find(text, families) if families else []
         if found:
-            when = state.clock.time_of(header, lookback, record)
-            kept = tuple((k, v) for k, v in facts if k in FINDING_LINK_KINDS)
-            for family, code, meaning in found:
-                state.observed.note_related(RelatedEvent(
-                    source=state.name, line=cand.line_no, timestamp=when.timestamp or when.time_hint, node=node,
-                    family=family, code=code, meaning=meaning, pid=header.pid, text=text[:600], link=kept,
-                    year_guessed=when.year_guessed))
+            self._related(state, cand.line_no, text, header, lookback, record, node, facts, found)
         return link
+
+    def _related(self, state: StreamView, line_no: int, text: str, header: Header,
+                 lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None, node: str | None,
+                 facts: list[Fact], found: list[tuple[str, str, str]]) -> None:
+        """Note the related errors `found` on a line."""
+        if COUNT_PAST_CAP and state.related_noted >= observations.MAX_RELATED and line_no > state.related_line:
+            # Ordered after MAX_RELATED related errors of this stream already noted (report order:
+            # source, then line), so no report can keep them (`Observed._trim`): counted, not built.
+            # The clock still reads the stamp where reading it moves the clock (a year-less stamp,
+            # a line without one, an envelope's zone).
+            if record is not None or header.timestamp is None or header.yearless:
+                state.clock.time_of(header, lookback, record)
+            state.observed.related_dropped += len(found)
+            return
+        when = state.clock.time_of(header, lookback, record)
+        kept = tuple((k, v) for k, v in facts if k in FINDING_LINK_KINDS)
+        for family, code, meaning in found:
+            state.observed.note_related(RelatedEvent(
+                source=state.name, line=line_no, timestamp=when.timestamp or when.time_hint, node=node,
+                family=family, code=code, meaning=meaning, pid=header.pid, text=text[:600], link=kept,
+                year_guessed=when.year_guessed))
+        state.related_noted += len(found)
+        state.related_line = line_no
