@@ -172,29 +172,37 @@ class Candidate:
         """The undecoded bytes of up to `limit` lines before this one (same bounds as lookback):
         cheap to test for literals before anything is decoded."""
         floor = max(0, self._start - HISTORY_BYTES)
-        begin, line_no = self._start, self.line_no
-        while begin > floor and limit > 0 and line_no > self._first_line_no:
+        limit = min(limit, self.line_no - self._first_line_no)
+        if _core is not None and limit > 0:  # the same walk in the core (`lines::begin_back`)
+            return self._buf[_core.begin_back(self._buf, self._start, floor, limit):self._start]
+        begin = self._start
+        while begin > floor and limit > 0:
             begin = self._buf.rfind(b"\n", floor, begin - 1) + 1
             if begin == 0 and floor > 0:
                 begin = floor
             limit -= 1
-            line_no -= 1
         return self._buf[begin:self._start]
 
     def lookback(self, limit: int = LOOKBACK_LINES) -> Sequence[tuple[int, str]]:
         """Up to `limit` earlier lines (line number, text), oldest first, from this block and
         the history carried over from the previous one."""
-        out: list[tuple[int, str]] = []
-        end = self._start - 1  # the newline that ends the previous line
-        line_no = self.line_no - 1
         # Never further back than HISTORY_BYTES, so the answer does not depend on where blocks
         # or parallel byte ranges happen to start.
         floor = max(0, self._start - HISTORY_BYTES)
-        while end >= floor and len(out) < limit and line_no >= self._first_line_no:
-            begin = self._buf.rfind(b"\n", 0, end) + 1
+        limit = min(limit, self.line_no - self._first_line_no)
+        buf, line_no = self._buf, self.line_no - 1
+        out: list[tuple[int, str]] = []
+        if _core is not None and limit > 0:  # the same walk in the core, ASCII lines decoded there
+            lines, odd = _core.lines_back(buf, self._start, floor, limit, TEXT_LIMIT * 2, line_no)
+            if odd:  # a line that is not ASCII: (begin, end) for `decode`
+                lines = [(n, t if t.__class__ is str else decode(buf[t[0]:t[1]][:TEXT_LIMIT * 2])) for n, t in lines]
+            return cast(list[tuple[int, str]], lines)
+        end = self._start - 1  # the newline that ends the previous line
+        while end >= floor and len(out) < limit:
+            begin = buf.rfind(b"\n", 0, end) + 1
             if begin < floor:
                 break
-            out.append((line_no, decode(self._buf[begin:end][:TEXT_LIMIT * 2])))
+            out.append((line_no, decode(buf[begin:end][:TEXT_LIMIT * 2])))
             end = begin - 1
             line_no -= 1
         out.reverse()

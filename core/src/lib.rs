@@ -29,6 +29,7 @@ mod codes;
 mod facts;
 mod families;
 mod findingjson;
+mod lines;
 mod nodefacts;
 mod prefilter;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
@@ -1067,6 +1068,43 @@ impl Codes {
     }
 }
 
+/// `Candidate.raw_before`'s start: up to `limit` lines back from `start`, not before `floor`.
+#[pyfunction]
+fn begin_back(buf: &[u8], start: usize, floor: usize, limit: usize) -> PyResult<usize> {
+    guarded("a buffer", || Ok(lines::begin_back(buf, start, floor, limit)))
+}
+
+/// `Candidate.lookback`'s lines, oldest first: (line number, text) where the line is ASCII (its
+/// bytes cut to `cut`, decoded as `decode` does), else (line number, (begin, end)) for Python to
+/// decode; and whether any is the latter. `line_no`: the number of the line just before `start`.
+#[pyfunction]
+fn lines_back<'py>(
+    py: Python<'py>,
+    buf: &[u8],
+    start: usize,
+    floor: usize,
+    limit: usize,
+    cut: usize,
+    line_no: i64,
+) -> PyResult<(Bound<'py, PyList>, bool)> {
+    guarded("a buffer", || {
+        let spans = lines::spans_back(buf, start, floor, limit);
+        let out = PyList::empty(py);
+        let mut odd = false;
+        for (k, &(b, e)) in spans.iter().enumerate().rev() {
+            let n = line_no - k as i64;
+            match lines::ascii_text(&buf[b..e], cut) {
+                Some(text) => out.append((n, text))?,
+                None => {
+                    odd = true;
+                    out.append((n, (b, e)))?
+                }
+            }
+        }
+        Ok((out, odd))
+    })
+}
+
 /// Line ends of `data` counted (a helper for tests and the bench).
 #[pyfunction]
 fn count_lines(py: Python<'_>, data: &[u8]) -> usize {
@@ -1288,6 +1326,8 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codes>()?;
     m.add_class::<Families>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(begin_back, m)?)?;
+    m.add_function(wrap_pyfunction!(lines_back, m)?)?;
     m.add_function(wrap_pyfunction!(tune_allocator, m)?)?;
     m.add_function(wrap_pyfunction!(finding_lines, m)?)?;
     Ok(())

@@ -3,7 +3,8 @@
 //! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), the link-fact table
 //! answers any line without a panic and as a plain reference does (each kind whose literal is
 //! there: its patterns in order), the neighbour families answer any line, the proofs' screen says "maybe" whenever a plain reference does,
-//! and the plog pid read by hand is the one `Regex::captures` reads.
+//! the plog pid read by hand is the one `Regex::captures` reads, and the walk back over the lines
+//! before a candidate stays in its buffer and its floor on any bytes and bounds.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
 #[path = "../src/codes.rs"]
@@ -15,6 +16,8 @@ mod facts;
 #[path = "../src/families.rs"]
 #[allow(dead_code)]
 mod families;
+#[path = "../src/lines.rs"]
+mod lines;
 #[path = "../src/prefilter.rs"]
 #[allow(dead_code)]
 mod prefilter;
@@ -485,5 +488,19 @@ proptest! {
         }
         // a generated header always matches: the hand-read path is the one taken
         prop_assert!(h.pid(&line).is_some());
+    }
+
+    #[test]
+    fn the_walk_back_stays_inside_the_buffer_and_the_floor(data in bytes_like_logs(), start in 0usize..400,
+                                                          back in 0usize..400, limit in 0usize..50) {
+        let floor = start.min(data.len()).saturating_sub(back);
+        let begin = lines::begin_back(&data, start, floor, limit);
+        prop_assert!(floor.min(start) <= begin && begin <= start.min(data.len()).max(floor.min(start)));
+        let spans = lines::spans_back(&data, start, floor, limit);
+        prop_assert!(spans.len() <= limit);
+        for (b, e) in spans {
+            prop_assert!(floor <= b && b <= e && e < data.len() && !data[b..e].contains(&b'\n'));
+            prop_assert!(lines::ascii_text(&data[b..e], 16).is_none_or(|t| t.len() <= 16 && !t.contains('\0')));
+        }
     }
 }
