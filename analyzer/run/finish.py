@@ -23,6 +23,7 @@ from ..diagnose.summary import Burst, Summary
 from ..diagnose.tally import Tally, summarize
 from ..knowledge.rules import RuleSet
 from .analysis import Analysis
+from .memory import give_back_freed
 from .store import FindingStore
 
 
@@ -44,7 +45,10 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     related = [e for e in settle_related_years(stats.observed.sorted_related(), sure) if window.holds(e.timestamp)]
     # A proof outside --since/--until still proves a link healthy: the window bounds what is reported.
     proofs = sorted(settle_related_years(stats.observed.sorted_proofs(), sure), key=Proof.sort_key)
-    return conclude(store, stats, rules, tally.summary(), related, stats.observed.settle(), proofs, texts)
+    summary = tally.summary()
+    del tally  # its folds and bursts hold findings: gone before the incidents are built
+    give_back_freed()
+    return conclude(store, stats, rules, summary, related, stats.observed.settle(), proofs, texts)
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,

@@ -28,6 +28,7 @@ from ..core.serial import finding_of, load_pyarrow, parquet_head
 from ..knowledge.rules import RuleSet
 from .api import Analysis
 from .finish import finish_run
+from .memory import give_back_freed
 from .store import FindingStore, RunWriter, spill_dir
 
 FINDINGS_OPEN = '  "findings": ['  # the JSON writer puts each finding on its own line after this
@@ -96,6 +97,7 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
             observed.add(part_observed)
             store.add(runs)
         stats.observed = observed
+        give_back_freed()  # what reading the parts freed (Arrow's metadata and batches), before the summary's peak
         return finish_run(store, stats, None, ruleset, texts=texts)  # counted again: the parts' tallies are not kept
     except BaseException:
         store.close()
