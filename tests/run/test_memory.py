@@ -7,7 +7,6 @@ import platform
 import sys
 
 import pytest
-
 from analyzer.run import memory
 
 
