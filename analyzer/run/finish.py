@@ -26,6 +26,8 @@ from .analysis import Analysis
 from .memory import give_back_freed
 from .store import FindingStore
 
+TRIM_AFTER = 10_000  # findings from which the freed heap is given back before the incidents (a small run's is small)
+
 
 def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rules: RuleSet,
                window: TimeWindow = EVERY_TIME, texts: RuleTexts | None = None) -> Analysis:
@@ -47,7 +49,8 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     proofs = sorted(settle_related_years(stats.observed.sorted_proofs(), sure), key=Proof.sort_key)
     summary = tally.summary()
     del tally  # its folds and bursts hold findings: gone before the incidents are built
-    give_back_freed()
+    if store.count >= TRIM_AFTER:
+        give_back_freed()
     return conclude(store, stats, rules, summary, related, stats.observed.settle(), proofs, texts)
 
 

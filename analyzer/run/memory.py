@@ -9,8 +9,6 @@ Elsewhere (musl, macOS, Windows) this does nothing.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import sys
 from collections.abc import Callable
 
@@ -24,6 +22,8 @@ def give_back_freed() -> None:
     if not _looked:
         _looked = True
         if sys.platform.startswith("linux"):
+            import ctypes  # here: ctypes.util costs a one-line scan's start-up ~8 ms
+            import ctypes.util
             try:
                 libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
                 _trim = libc.malloc_trim  # absent from musl
