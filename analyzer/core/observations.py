@@ -315,6 +315,10 @@ class Observed:
             facts_of = self.nodes[node] = NodeFacts()
         facts_of.note(facts, pid)
 
+    def count_dropped(self, n: int) -> None:
+        """`n` related errors past the cap, counted, not kept."""
+        self.related_dropped += n
+
     def note_related(self, event: RelatedEvent) -> None:
         self.related.append(event)
         if len(self.related) >= 2 * MAX_RELATED:

@@ -32,6 +32,7 @@ from ..scan.blocks import (
     HISTORY_BYTES,
     Candidate,
     Prefilter,
+    RelatedCount,
     ScanCounts,
     core_codes,
     core_families,
@@ -44,6 +45,7 @@ from ..scan.clock import StreamClock
 from ..scan.reassembly import Rejoined, peek
 from ..scan.unwrap import Unwrapper, clean, texts_of, unwrapped_lookback
 from ..scan.unwrap import detect as detect_envelope
+from . import observer as line_observer
 from .causes import CauseFinder, causes
 from .context import API_LOOKBACK_LINES, ApiResolver, GenericPolicy
 from .fingerprint import finding_fingerprint
@@ -202,9 +204,12 @@ class Engine:
         facts = partial(self._fact_line, state) if unwrapper is None and self.fact_tier else None
         rows = partial(self.observer.fact_rows, state, self.node) if facts is not None else None
         gathered = partial(self.observer.core_facts, state, self.node) if facts is not None else None
+        if (gathered is not None and line_observer.COUNT_PAST_CAP and prefilter is self.prefilter
+                and self.matcher.core is not None and self.neighbours.core is not None):
+            state.counting = RelatedCount(self.matcher.core, self.neighbours.core, state.observed.count_dropped)
         line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
-                                node_facts=gathered):
+                                node_facts=gathered, related=state.counting):
             if unwrapper is None:
                 text = cand.text()
                 if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
@@ -378,6 +383,7 @@ class _StreamState:
     recent: dict[str | None, dict[str, tuple[str, int]]] = field(default_factory=dict)
     related_noted: int = 0  # related errors noted in `observed` so far (before any trim)
     related_line: int = 0  # the line of the last of them
+    counting: RelatedCount | None = None  # past the cap, the compiled core counts related-only lines
 
 
 def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:

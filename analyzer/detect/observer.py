@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..core.records import Record
     from ..inputs import Layout, YearHint
     from ..knowledge.families import NeighbourMatcher
-    from ..scan.blocks import Candidate
+    from ..scan.blocks import Candidate, RelatedCount
     from ..scan.clock import StreamClock
 
 LINK_LINES = 12  # link facts (req_id, peer) of the same process this many lines back belong to a finding
@@ -57,6 +57,7 @@ class StreamView(Protocol):
     recent: dict[str | None, dict[str, tuple[str, int]]]  # process (pod, pid) -> kind -> (value, line)
     related_noted: int  # related errors noted in `observed` so far
     related_line: int  # the line of the last of them
+    counting: RelatedCount | None  # the compiled core's share of the counting, if any
 
 
 def node_of(layout: Layout, record: Record | None, pod: str | None, default: str | None) -> str | None:
@@ -208,6 +209,8 @@ class LineObserver:
             if record is not None or header.timestamp is None or header.yearless:
                 state.clock.time_of(header, lookback, record)
             state.observed.related_dropped += len(found)
+            if state.counting is not None and state.counting.after is None:
+                state.counting.after = state.related_line  # lines after it: the core's to count too
             return
         when = state.clock.time_of(header, lookback, record)
         kept = tuple((k, v) for k, v in facts if k in FINDING_LINK_KINDS)

@@ -94,6 +94,11 @@ class CodeMatcher:
         """Find the hits of plain ASCII lines with the compiled core's `Codes` (the same hits)."""
         self._core = codes
 
+    @property
+    def core(self) -> Any:
+        """The compiled core's `Codes` these hits come from on plain ASCII lines, or None."""
+        return self._core
+
     def find(self, line: str) -> list[CodeHit]:
         """All code hits on one line, deduplicated by value (first occurrence wins)."""
         if self._core is not None:

@@ -131,6 +131,11 @@ class NeighbourMatcher:
         """Answer plain ASCII lines with the compiled core's families (`core_rows`)."""
         self._core = table
 
+    @property
+    def core(self) -> Any:
+        """The compiled core's `Families` that answers plain ASCII lines, or None."""
+        return self._core
+
     def __reduce__(self) -> tuple[type[NeighbourMatcher], tuple[list[Family]]]:
         # A hyperscan database does not pickle: a worker process (Dask) compiles its own.
         return (NeighbourMatcher, (self.families,))

@@ -344,17 +344,32 @@ RowSink = Callable[[tuple[tuple[str, tuple[tuple[str, str, int], ...]], ...]], N
 NodeFactsSink = Callable[[tuple[object, ...]], None]  # `NodeFacts.from_core` reads it
 
 
+@dataclass(slots=True)
+class RelatedCount:
+    """A stream whose related errors may go past their cap (`detect.observer`): once the observer
+    sets `after` (the line of the last related error it kept), the compiled core answers each
+    later line that holds neighbour errors and no code itself, as Python would: its facts as a
+    fact-only row, its errors only counted, into `add` (`Observed.related_dropped`). `codes` and
+    `families`: the core's tables that the engine's matchers use."""
+
+    codes: object
+    families: object
+    add: Callable[[int], None]
+    after: int | None = None
+
+
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
                 max_line: int | None = None, history: bytes = b"", facts: FactSink | None = None,
                 engine: str | None = None, fact_rows: RowSink | None = None,
-                node_facts: NodeFactsSink | None = None) -> Iterator[Candidate]:
+                node_facts: NodeFactsSink | None = None, related: RelatedCount | None = None) -> Iterator[Candidate]:
     """Yield candidate lines of a binary stream with exact 1-based line numbers.
 
     `history` is text just before the stream (complete lines) that lookback may see: a parallel
     byte range gets the bytes before its start. With `facts`, lines holding fact literals only go
     there (in line order with the candidates yielded, no `Candidate` built) instead of being yielded;
     with `fact_rows` and `node_facts` too, the compiled core hands those it answered whole there:
-    what later lines look back at in runs, their node's facts once at the end.
+    what later lines look back at in runs, their node's facts once at the end; and with `related`,
+    the lines whose neighbour errors are only counted past their cap (the Python loop yields them).
     `counts` is updated as bytes and lines are consumed, so a caller that stops early (or a read
     error mid-stream) still knows what was read. `engine`: `python` or `rust` (default: this
     process's `ENGINE`); both give the same candidates, counts and errors. `max_line`: MAX_LINE.
@@ -367,7 +382,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         if matcher is not None:
             table = prefilter.core_facts() if facts is not None else None
             rows = (fact_rows, node_facts) if facts is not None and fact_rows and node_facts else None
-            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table, rows)
+            yield from _scan_core(stream, matcher, counts, block_size, max_line, history, facts, table, rows,
+                                  related if rows is not None else None)
             return
     pending = b""  # the incomplete last line of the previous block
     line_no = 1  # number of the first line in `pending`
@@ -418,7 +434,8 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
 
 def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,
                history: bytes, facts: FactSink | None, table: object | None = None,
-               rows: tuple[RowSink, NodeFactsSink] | None = None) -> Iterator[Candidate]:
+               rows: tuple[RowSink, NodeFactsSink] | None = None, related: RelatedCount | None = None
+               ) -> Iterator[Candidate]:
     """`scan_stream` on the compiled core: the rest of a plain file is read by the core itself,
     any other stream is read here and handed over in blocks. Per block the core returns the
     buffer and the candidate lines only; the counts move at the same points as in the loop above.
@@ -430,18 +447,22 @@ def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: 
     scan = _core.Scan(matcher, block_size, max_line, history, facts=table, rows=rows is not None,
                       version_kinds=list(VERSION_KINDS), threads=CORE_THREADS)
     try:
-        yield from _pull_core(scan, stream, counts, block_size, facts, rows[0] if rows else None)
+        yield from _pull_core(scan, stream, counts, block_size, facts, rows[0] if rows else None, related)
     finally:
         gathered = scan.node_facts() if rows is not None else None
         if gathered is not None and rows is not None:
             rows[1](gathered)
+        counted = scan.related_counted() if related is not None else 0
+        if counted and related is not None:
+            related.add(counted)
 
 
 def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size: int, facts: FactSink | None,
-               fact_rows: RowSink | None) -> Iterator[Candidate]:
+               fact_rows: RowSink | None, related: RelatedCount | None = None) -> Iterator[Candidate]:
     """`_scan_core`'s loop: the core's blocks to candidates, counts moved as in the Python loop.
     With SCAN_AHEAD, the blocks are read and scanned one ahead in a thread (`scan.ahead`)."""
-    blocks: Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]] = _core_blocks(core_scan, stream, block_size)
+    blocks: Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]] = _core_blocks(core_scan, stream, block_size,
+                                                                                         related)
     ahead = None
     if SCAN_AHEAD:
         from .ahead import Ahead
@@ -471,16 +492,21 @@ def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size
             ahead.close()
 
 
-def _core_blocks(core_scan: object, stream: Reader, block_size: int
+def _core_blocks(core_scan: object, stream: Reader, block_size: int, related: RelatedCount | None = None
                  ) -> Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]]:
     """Each block the core hands back (with the progress callback of a plain file it reads), to
     the end of the stream; then the error that ended it, if any (a read error after the blocks
-    before it, as the Python loop raises it)."""
+    before it, as the Python loop raises it). Once `related` says the cap is reached, the blocks
+    after are scanned counting (when is a matter of timing only: either way, the same answers)."""
     scan = cast(Any, core_scan)
+    counting = related is None
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
     failure: BaseException | None = None
     while True:
+        if not counting and related is not None and related.after is not None:
+            scan.count_related(related.codes, related.families, related.after)
+            counting = True
         if plain is None:  # a few attribute checks a block, until the peeked head is handed out
             rest = _plain_rest(stream)
             if rest is not None:

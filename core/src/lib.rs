@@ -265,6 +265,63 @@ enum Tier {
     Row(Vec<u8>, Vec<(usize, String)>),
 }
 
+/// What a stream past its cap of related errors (`observations.MAX_RELATED`) does with a line
+/// of neighbour errors and no code (`detect.observer.LineObserver._related`): its errors are only
+/// counted, so the core answers it whole, as a fact-only row, where Python would come to the same.
+struct Related {
+    codes: Arc<codes::Codes>,
+    families: Arc<families::FamilyTable>,
+    after: i64, // only lines after this one (a later piece of that line is still built)
+}
+
+/// What became of a full candidate past the cap of related errors.
+enum Counted {
+    /// Python's: a code (a finding), a possible proof, no plog header, or a line or pattern the
+    /// core does not read alike.
+    Python,
+    /// This many neighbour errors (perhaps none), no facts: nothing for Python to do.
+    Nothing(u64),
+    /// This many neighbour errors, and the line's facts as a row of this pid.
+    Row(u64, Vec<u8>, Vec<(usize, String)>),
+}
+
+/// `LineObserver.line` and the engine's code search on a full candidate whose related errors are
+/// only counted, where they come to the same without Python: the line is printable ASCII with a
+/// plog header (its stamp has a year: the clock is not read), holds no code and cannot be a proof;
+/// its facts are noted as a fact-only line's are, and its neighbour errors are counted.
+fn counted_line(
+    r: &Related,
+    table: &FactTable,
+    proofs: Option<&ProofTable>,
+    header: Option<&PidHeader>,
+    raw: &[u8],
+) -> Counted {
+    let line = without_cr(raw);
+    let Some(pid) = header.and_then(|h| h.pid(line)) else {
+        return Counted::Python;
+    };
+    match r.codes.find(line) {
+        Some(hits) if hits.is_empty() => {}
+        _ => return Counted::Python,
+    }
+    // Without proof literals Python asks `RecoveryTable.maybe_in`: so would the core's table
+    if proofs.is_none_or(|p| p.maybe(line)) {
+        return Counted::Python;
+    }
+    let Answer::Facts(found) = table.find(raw) else {
+        return Counted::Python;
+    };
+    let Some(errors) = r.families.find(raw) else {
+        return Counted::Python;
+    };
+    let n = errors.len() as u64;
+    if found.is_empty() {
+        Counted::Nothing(n)
+    } else {
+        Counted::Row(n, pid.to_vec(), found)
+    }
+}
+
 #[pyclass(module = "ddtriage_core")]
 struct Scan {
     core: Arc<Core>,
@@ -272,6 +329,8 @@ struct Scan {
     proofs: Option<Arc<ProofTable>>, // a fact-only line that may be a proof goes to Python
     header: Option<Arc<PidHeader>>, // with `rows`: fact-only lines are answered whole (pid, facts)
     agg: Option<NodeAgg>,          // with `rows`: the facts of those lines, noted here
+    related: Option<Related>,      // once the stream's related errors are past their cap: lines only counted here
+    related_counted: u64,          // the neighbour errors of those lines (Python adds them to `related_dropped`)
     threads: usize,                // threads a block is searched and answered in (1: this one only)
     block_size: usize,
     max_line: usize,
@@ -381,7 +440,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + l.start as i64, l.start, l.stop, l.facts_only))
                     .collect();
-                self.answer(py, fragment, &mut out);
+                self.answer(py, fragment, &mut out, false);
                 if !out.cands.is_empty() {
                     out.buf = Some(PyBytes::new(py, fragment));
                 }
@@ -403,7 +462,7 @@ impl Scan {
                     .zip(numbers)
                     .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
                     .collect();
-                self.answer(py, data, &mut out);
+                self.answer(py, data, &mut out, true);
                 out.lines_after = count;
                 self.line_no += count as i64;
                 self.offset += (end - begin) as i64;
@@ -427,20 +486,37 @@ impl Scan {
     }
 
     /// With the fact table: the facts of each fact-only candidate of `out` (in `data`), found
-    /// without the GIL; a line without facts is dropped (Python never sees it).
-    fn answer(&mut self, py: Python<'_>, data: &[u8], out: &mut Out<'_>) {
+    /// without the GIL; a line without facts is dropped (Python never sees it). Past the cap of
+    /// related errors (`count_related`), also each full candidate of `whole` lines that holds
+    /// neighbour errors and no code: counted, and a row if it has facts.
+    fn answer(&mut self, py: Python<'_>, data: &[u8], out: &mut Out<'_>, whole: bool) {
         let Some(table) = &self.facts else { return };
-        if !out.cands.iter().any(|c| c.4) {
+        let related = self.related.as_ref().filter(|_| whole && self.header.is_some());
+        if !out.cands.iter().any(|c| c.4 || related.is_some_and(|r| c.0 > r.after)) {
             return;
         }
         let cands = std::mem::take(&mut out.cands);
         let (proofs, header) = (self.proofs.as_deref(), self.header.as_deref());
         let agg = &mut self.agg;
         let threads = self.threads;
+        let counted = std::sync::atomic::AtomicU64::new(0);
         let (cands, answers): (Vec<_>, Vec<_>) = py.detach(|| {
             let judge = |c: Cand| {
                 if !c.4 {
-                    return Some((c, Tier::Plain));
+                    return match related {
+                        Some(r) if c.0 > r.after => match counted_line(r, table, proofs, header, &data[c.2..c.3]) {
+                            Counted::Python => Some((c, Tier::Plain)),
+                            Counted::Nothing(n) => {
+                                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                                None
+                            }
+                            Counted::Row(n, pid, found) => {
+                                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                                Some((c, Tier::Row(pid, found)))
+                            }
+                        },
+                        _ => Some((c, Tier::Plain)),
+                    };
                 }
                 let raw = &data[c.2..c.3];
                 let Answer::Facts(found) = table.find(raw) else {
@@ -474,6 +550,7 @@ impl Scan {
             }
             (cands, answers)
         });
+        self.related_counted += counted.into_inner();
         out.cands = cands;
         out.answers = answers;
     }
@@ -498,7 +575,7 @@ impl Scan {
             .zip(numbers)
             .map(|(l, n)| (n, self.offset + (l.start - begin) as i64, l.start, l.stop, l.facts_only))
             .collect();
-        self.answer(py, &joined, &mut out);
+        self.answer(py, &joined, &mut out, true);
         // The lines after earlier candidates of `out` (a block of no candidates) were counted before.
         out.lines_before += out.lines_after;
         out.lines_after = 1;
@@ -727,6 +804,8 @@ impl Scan {
             proofs: facts.and_then(|f| f.proofs.clone()),
             header,
             agg,
+            related: None,
+            related_counted: 0,
             threads: threads.clamp(1, MAX_THREADS),
             block_size,
             max_line,
@@ -871,6 +950,22 @@ impl Scan {
         ))
     }
 
+    /// From now on, answer the lines after `after` that hold neighbour errors and no code: the
+    /// stream's related errors are past their cap, so Python would only count them
+    /// (`related_counted`). Only with the fact table and rows; else nothing changes.
+    fn count_related(&mut self, codes: &Codes, families: &Families, after: i64) {
+        self.related = Some(Related {
+            codes: codes.codes.clone(),
+            families: families.table.clone(),
+            after,
+        });
+    }
+
+    /// The neighbour errors of the lines answered past the cap so far; the next call starts afresh.
+    fn related_counted(&mut self) -> u64 {
+        std::mem::take(&mut self.related_counted)
+    }
+
     /// The read error that ended a plain file early, as the OSError Python would raise.
     fn error(&mut self, py: Python<'_>) -> Option<PyErr> {
         self.error.take().map(|e| self.os_error(py, &e))
@@ -999,7 +1094,7 @@ impl Nearby {
 /// The neighbour families of `knowledge.families.NeighbourMatcher` (see `families.rs`).
 #[pyclass(frozen, module = "ddtriage_core")]
 struct Families {
-    table: families::FamilyTable,
+    table: Arc<families::FamilyTable>,
 }
 
 #[pymethods]
@@ -1009,7 +1104,7 @@ impl Families {
         install_hook();
         guarded("the neighbour families", || {
             Ok(Families {
-                table: families::FamilyTable::new(rows).map_err(PyValueError::new_err)?,
+                table: Arc::new(families::FamilyTable::new(rows).map_err(PyValueError::new_err)?),
             })
         })
     }
@@ -1029,7 +1124,7 @@ impl Families {
 /// the context patterns Python hands over.
 #[pyclass(frozen, module = "ddtriage_core")]
 struct Codes {
-    codes: codes::Codes,
+    codes: Arc<codes::Codes>,
 }
 
 #[pymethods]
@@ -1058,7 +1153,7 @@ impl Codes {
         let codes = guarded("the code forms", || {
             codes::Codes::new(spec).map_err(PyValueError::new_err)
         })?;
-        Ok(Codes { codes })
+        Ok(Codes { codes: Arc::new(codes) })
     }
 
     /// The hits on one line as (value, start, end, form index, in a result list), or None when

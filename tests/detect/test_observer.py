@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,68 @@ def test_a_long_lines_later_pieces_are_still_built_at_the_cap(tmp_path: Path, mo
     assert [(e["line"], e["family"]) for e in json.loads(built)["related"]] == [(1, "hccl"), (1, "socket"),
                                                                                 (2, "hccl")]
     assert _report(path, True, 1, monkeypatch) == built
+
+
+# -- the compiled core's share: lines past the cap answered without Python ---------------------------
+
+RELATED_LOG = Path(__file__).resolve().parents[1] / "data" / "twin" / "related_past_cap.log"
+
+
+def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+    """What a stream gives under `engine`: its findings (with their link facts), every related
+    error kept and dropped, node facts and proofs, as text; and what the core counted itself."""
+    from analyzer.core.records import InputStats
+    from analyzer.detect import engine as engine_module
+    from analyzer.detect.engine import Engine
+    from analyzer.knowledge.rules import RuleSet
+    from analyzer.scan import blocks
+
+    monkeypatch.setattr(blocks, "ENGINE", engine)
+    # blocks of 256 bytes: the core is told of the cap from the block after the one that reached it
+    monkeypatch.setattr(engine_module, "scan_stream", partial(blocks.scan_stream, block_size=256))
+    counted: list[int] = []
+    real = observations.Observed.count_dropped
+    monkeypatch.setattr(observations.Observed, "count_dropped",
+                        lambda self, n: (counted.append(n), real(self, n))[-1])
+    engine_ = Engine(RuleSet.load())
+    stats = InputStats()
+    with open(path, "rb") as handle:
+        found = engine_.scan_leaf(str(path), handle, None, stats)
+    o = stats.observed
+    nodes = {k or "": v.to_dict(k) for k, v in o.settle().items()}
+    return repr((found, o.sorted_related(), o.related_dropped, json.dumps(nodes, sort_keys=True),
+                 o.sorted_proofs())), sum(counted)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ddtriage_core") is None, reason="the compiled core is not installed")
+@pytest.mark.parametrize("ahead", [False, True])
+@pytest.mark.parametrize("cap", [1, 3, 5])
+def test_the_core_counts_past_the_cap_as_python_does(monkeypatch: pytest.MonkeyPatch, cap: int, ahead: bool) -> None:
+    """tests/data/twin/related_past_cap.log (by hand): past the cap, neighbour-error lines with
+    and without facts, of two processes, a CRLF and a tab; and beside them what stays Python's (a
+    code on the line, a possible proof, non-ASCII, no plog header). Findings after counted lines
+    carry the link facts those lines named; a proof names the peer one of them named."""
+    from analyzer.scan import blocks
+
+    monkeypatch.setattr(observations, "MAX_RELATED", cap)
+    monkeypatch.setattr(blocks, "SCAN_AHEAD", ahead)  # the cap told from the main thread to the one scanning ahead
+    python, none = _observed(RELATED_LOG, "python", monkeypatch)
+    rust, by_core = _observed(RELATED_LOG, "rust", monkeypatch)
+    assert rust == python
+    assert none == 0 and by_core > 0  # the core did count lines itself
+    monkeypatch.setattr(observer, "COUNT_PAST_CAP", False)  # the plain twin: everything built, then trimmed
+    assert _observed(RELATED_LOG, "rust", monkeypatch) == (python, 0)
+
+
+def test_the_counted_lines_facts_reach_the_findings_after_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.detect import engine as engine_module
+    from analyzer.scan import blocks
+
+    monkeypatch.setattr(observations, "MAX_RELATED", 1)
+    monkeypatch.setattr(engine_module, "scan_stream", partial(blocks.scan_stream, block_size=256))
+    report = json.loads(render_report("json", api.analyze([str(RELATED_LOG)])))
+    links = {f["line"]: f.get("link") or {} for f in report["findings"]}
+    assert links[7] == {"remote_cluster": "3"}  # the counted line 3 lines up (remote_ip: the serving side's)
+    assert links[14] == {"req_id": "4242"}  # process 7001's counted line, 8 lines before
+    assert links[18]["remote_cluster"] == "6" and links[18]["device"] == "3"
+    assert report["inputs"]["lines"] == 18
