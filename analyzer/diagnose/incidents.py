@@ -102,6 +102,8 @@ class Links:
         self._roles: dict[str, str | None] = {}
         self._unpaired: dict[str, set[str]] = {}  # node -> remote clusters it names without an address
         self._asked: dict[str, set[str]] = {}  # node -> request ids its logs and its failures name
+        self._near: dict[str, tuple[str, ...]] = {}  # node -> `neighbours` (of the universe indexed)
+        self._index: _LinkIndex | None = None
 
     def has_links(self, node: str) -> bool:
         if node not in self._has_links:
@@ -117,6 +119,60 @@ class Links:
             self._cache[key] = self._one_way(a, b) or self._one_way(b, a) or (
                 not self.has_links(a) and not self.has_links(b))
         return self._cache[key]
+
+    def neighbours(self, node: str, universe: set[str]) -> tuple[str, ...]:
+        """Every node of `universe` that `linked` ties to `node` (itself included), sorted. A fleet
+        of N nodes has N² pairs: only the nodes that share an address, a cluster or a request id
+        with it (either way), and those without links when it has none, can be, so only they are
+        asked. `universe` is indexed once, while the same set is passed."""
+        if self._index is None or self._index.universe is not universe:
+            self._near, self._index = {}, _LinkIndex(self, universe)
+        near = self._near.get(node)
+        if near is not None:
+            return near
+        index = self._index
+        found = {node} | (index.unlinked if not self.has_links(node) else set())
+        if self._facts_of(node) is not None:
+            ips, clusters, by_ip, unpaired, asked = self._derived(node)
+            fa = self._facts_of(node)
+            assert fa is not None
+            for ip in by_ip.keys() | fa.remote_ips:  # node -> b: b is reached at an address it names
+                found |= index.reached_at.get(ip, set())
+            for ip in ips:  # b -> node
+                found |= index.naming_ip.get(ip, set())
+            # Clusters and request ids tie only nodes of different (or unknown) roles.
+            role = self._role(node, fa)
+            for values, table in ((unpaired, index.in_cluster), (clusters, index.naming_cluster),
+                                  (self.req_ids.get(node, ()), index.asking), (asked, index.failing_on)):
+                for value in values:
+                    for other_role, nodes in table.get(value, {}).items():
+                        if role is None or other_role is None or other_role != role:
+                            found |= nodes
+        near = self._near[node] = tuple(sorted(b for b in found if b in universe and self.linked(node, b)))
+        return near
+
+    def _facts_of(self, node: str) -> NodeFacts | None:
+        return self.facts.get(None if node == NO_NODE else node)
+
+    def _derived(self, node: str) -> tuple[set[str], set[str], dict[str, set[str | None]], set[str], set[str]]:
+        """What `_one_way` reads of a node with facts, derived once: the addresses it is reached at,
+        its clusters, the clusters it links to by address, those it names without one, and the
+        request ids its logs and failures name."""
+        f = self._facts_of(node)
+        assert f is not None
+        if node not in self._ips:
+            self._ips[node], self._clusters[node] = f.ips, f.cluster_ids
+        if node not in self._remote_by_ip:
+            by_ip: dict[str, set[str | None]] = {}
+            for cluster, addr in f.remote:
+                if addr:
+                    by_ip.setdefault(addr_ip(addr), set()).add(cluster)
+            self._remote_by_ip[node] = by_ip
+        if node not in self._unpaired:
+            self._unpaired[node] = f.remote_clusters - {c for c, a2 in f.remote if c and a2}
+        if node not in self._asked:
+            self._asked[node] = f.req_ids | self.req_ids.get(node, set())
+        return self._ips[node], self._clusters[node], self._remote_by_ip[node], self._unpaired[node], self._asked[node]
 
     def _one_way(self, a: str, b: str) -> bool:
         fa, fb = self.facts.get(None if a == NO_NODE else a), self.facts.get(None if b == NO_NODE else b)
@@ -154,6 +210,35 @@ class Links:
         if node not in self._roles:
             self._roles[node] = facts.role
         return self._roles[node]
+
+
+class _LinkIndex:
+    """Per address, cluster and request id, the nodes of a universe that hold it in each of the
+    ways `Links._one_way` compares them: what `Links.neighbours` looks up."""
+
+    def __init__(self, links: Links, universe: set[str]) -> None:
+        self.universe = universe
+        self.unlinked = {n for n in universe if not links.has_links(n)}
+        self.reached_at: dict[str, set[str]] = {}  # ip -> nodes reached at it
+        self.naming_ip: dict[str, set[str]] = {}  # ip -> nodes that link to it (by address or remote ip)
+        # value -> the role of the nodes (None: unknown) -> the nodes
+        self.in_cluster: dict[str, dict[str | None, set[str]]] = {}  # cluster -> nodes of it
+        self.naming_cluster: dict[str, dict[str | None, set[str]]] = {}  # cluster -> nodes naming it, no address
+        self.asking: dict[str, dict[str | None, set[str]]] = {}  # req id -> nodes whose logs or failures name it
+        self.failing_on: dict[str, dict[str | None, set[str]]] = {}  # req id -> nodes whose failures name it
+        for n in universe:
+            f = links._facts_of(n)
+            if f is None:
+                continue
+            ips, clusters, by_ip, unpaired, asked = links._derived(n)
+            for values, by_value in ((ips, self.reached_at), (by_ip.keys() | f.remote_ips, self.naming_ip)):
+                for value in values:
+                    by_value.setdefault(value, set()).add(n)
+            role = links._role(n, f)
+            for values, by_role in ((clusters, self.in_cluster), (unpaired, self.naming_cluster),
+                                    (asked, self.asking), (links.req_ids.get(n, set()), self.failing_on)):
+                for value in values:
+                    by_role.setdefault(value, {}).setdefault(role, set()).add(n)
 
 
 @dataclass
@@ -201,13 +286,17 @@ def group_units(bursts: Sequence[Burst], related: Sequence[RelatedEvent], links:
     # GAP_SECONDS before it started, on a linked node. Those of one node are already joined to
     # each other (each joined the one before it), so the one that ended last stands for them all:
     # per node, a sliding-window maximum of the end time (a deque), not a scan of the window.
+    # Only the windows of nodes linked to the unit's are looked at (`Links.neighbours`; a window
+    # is trimmed when it is looked at, as the times only grow).
     latest: dict[str, deque[int]] = {}
+    universe = set(nodes)
     for j in timed:
         start = spans[j][0]
-        for node, window in latest.items():
+        for node in links.neighbours(nodes[j], universe):
+            window = latest.get(node)
             while window and start - spans[window[0]][0] > STORM_SECONDS:
                 window.popleft()
-            if window and start <= spans[window[0]][1] + GAP_SECONDS and links.linked(node, nodes[j]):
+            if window and start <= spans[window[0]][1] + GAP_SECONDS:
                 parent[find(j)] = find(window[0])
         window = latest.setdefault(nodes[j], deque())
         while window and spans[window[-1]][1] <= spans[j][1]:

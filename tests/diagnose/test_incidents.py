@@ -253,3 +253,42 @@ def test_links_answer_every_pair_as_the_plain_rule_does_in_any_order():
         pairs = [(a, b) for a in names for b in names]
         rnd.shuffle(pairs)
         assert [links.linked(a, b) for a, b in pairs] == [_plainly_linked(links, a, b) for a, b in pairs]
+
+
+# -- Links.neighbours: the linked nodes of one node, found by index, are those every pair says --------
+
+def test_the_indexed_neighbours_are_the_nodes_linked_pairwise() -> None:
+    """Random fleets of small pools of addresses, clusters, roles and request ids (many nodes share
+    some, some have no facts or no links): `Links.neighbours(a)` is exactly {b: linked(a, b)}."""
+    from types import SimpleNamespace
+
+    from analyzer.core.observations import NodeFacts
+    from analyzer.diagnose.incidents import NO_NODE, Links
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    ips, ports, clusters, reqs = ["10.0.0.1", "10.0.0.2", "10.0.0.3"], ["", ":26000"], ["1", "2", "3"], ["7", "8"]
+    some = lambda pool: st.sets(st.sampled_from(pool), max_size=2)  # noqa: E731
+    facts = st.builds(
+        lambda roles, mine, listen, remote, rc, rips, rq, pool_c: NodeFacts(
+            roles=__import__("collections").Counter(roles), clusters={(c, None, None) for c in mine},
+            local_ips=set(), listen={ip + ":1" for ip in listen},
+            remote={(c, (ip + port) if ip else None) for c, ip, port in remote}, remote_clusters=rc,
+            remote_ips=rips, req_ids=rq),
+        st.lists(st.sampled_from(["Prompt", "Decoder"]), max_size=2), some(clusters), some(ips),
+        st.sets(st.tuples(st.one_of(st.none(), st.sampled_from(clusters)), st.one_of(st.just(""), st.sampled_from(ips)),
+                          st.sampled_from(ports)), max_size=2),
+        some(clusters), some(ips), some(reqs), st.none())
+    names = [f"n{i}" for i in range(6)] + [NO_NODE]
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.sampled_from(names), st.one_of(st.none(), facts), max_size=7),
+           st.dictionaries(st.sampled_from(names), some(reqs), max_size=4))
+    def check(by_node, failing) -> None:
+        known = {(None if n == NO_NODE else n): f for n, f in by_node.items() if f is not None}
+        bursts = [SimpleNamespace(node=None if n == NO_NODE else n, req_ids=tuple(r)) for n, r in failing.items()]
+        universe = set(names)
+        indexed, pairwise = Links(known, bursts), Links(known, bursts)
+        for a in names:
+            assert indexed.neighbours(a, universe) == tuple(sorted(b for b in names if pairwise.linked(a, b)))
+    check()
