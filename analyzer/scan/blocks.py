@@ -13,6 +13,7 @@ when it imports).
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import re
@@ -32,11 +33,20 @@ HISTORY_BYTES = 64 << 10  # what is kept from the previous block for looking bac
 LOOKBACK_LINES = 40
 TEXT_LIMIT = 2000  # characters of a hit line kept in memory (the hit stays inside the window)
 
-_hyperscan: ModuleType | None
-try:  # The multi-literal engine that pays on big inputs (perf.md); same results without it.
-    import hyperscan as _hyperscan
-except ImportError:  # pragma: no cover - depends on the platform
-    _hyperscan = None
+# The multi-literal engine that pays on big inputs without the core (perf.md); same results
+# without it. Imported when a Python prefilter first scans (~13 ms, a one-line scan's whole
+# budget's twentieth), not when the core scans.
+HAVE_HYPERSCAN = importlib.util.find_spec("hyperscan") is not None
+_hyperscan: ModuleType | None = None
+
+
+def _load_hyperscan() -> ModuleType:
+    global _hyperscan
+    if _hyperscan is None:
+        import hyperscan
+
+        _hyperscan = hyperscan
+    return _hyperscan
 
 ENGINES = ("python", "rust", "auto")
 # Threads the compiled core may search and answer one big block in (a library caller's choice;
@@ -225,17 +235,11 @@ class Prefilter:
         self.patterns = tuple(dict.fromkeys(patterns))
         self.fact_literals = tuple(lit for lit in dict.fromkeys(fact_literals) if lit not in self.literals)
         self._regexes = [re.compile(p) for p in self.patterns]
-        self.engine = "hyperscan" if engine in ("auto", "hyperscan") and _hyperscan else "find"
-        if engine == "hyperscan" and not _hyperscan:
+        self.engine = "hyperscan" if engine in ("auto", "hyperscan") and HAVE_HYPERSCAN else "find"
+        if engine == "hyperscan" and not HAVE_HYPERSCAN:
             raise RuntimeError("hyperscan is not installed")
-        self._db = None
+        self._db: Any = None  # the hyperscan database, compiled when `tiers` first needs it
         self._full_ids = len(self.literals) + len(self.patterns)  # ids below this: full candidates
-        if self.engine == "hyperscan" and _hyperscan is not None:
-            db = _hyperscan.Database(mode=_hyperscan.HS_MODE_BLOCK)
-            expressions = ([_hs_escape(lit) for lit in self.literals] + list(self.patterns)
-                           + [_hs_escape(lit) for lit in self.fact_literals])
-            db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
-            self._db = db
         self._matcher: object = None  # the core's compiled prefilter, built on first use (False: not portable)
         # The link-fact table (`LinkFactMatcher.core_table()`): under the core, fact-only lines are
         # matched there and only their facts come back.
@@ -249,7 +253,8 @@ class Prefilter:
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["_matcher"] = state["_facts"] = None  # the core's objects do not pickle: a worker builds its own
+        # the core's objects and hyperscan's database do not pickle: a worker builds its own
+        state["_matcher"] = state["_facts"] = state["_db"] = None
         return state
 
     def core(self) -> object | None:
@@ -285,6 +290,13 @@ class Prefilter:
         that hold fact literals only)."""
         full: set[int] = set()
         facts: set[int] = set()
+        if self._db is None and self.engine == "hyperscan":
+            hs = _load_hyperscan()
+            db = hs.Database(mode=hs.HS_MODE_BLOCK)
+            expressions = ([_hs_escape(lit) for lit in self.literals] + list(self.patterns)
+                           + [_hs_escape(lit) for lit in self.fact_literals])
+            db.compile(expressions=expressions, ids=list(range(len(expressions))), flags=[0] * len(expressions))
+            self._db = db
         if self._db is not None:
             hits: list[tuple[int, int]] = []
             full_ids = self._full_ids

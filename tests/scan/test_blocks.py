@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from reports import rows
 
 LITERALS = BASE_LITERALS
-ENGINES = ["find"] + (["hyperscan"] if scanner._hyperscan else [])
+ENGINES = ["find"] + (["hyperscan"] if scanner.HAVE_HYPERSCAN else [])
 
 
 def candidates(data: bytes, engine="find", block_size=1 << 20, max_line=scanner.MAX_LINE):

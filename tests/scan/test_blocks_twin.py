@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(not HAVE_CORE, reason="the compiled core (ddtria
 LITERALS = [b"0x5010", b"LLM_", b"4294967295", b"errno", b"E19"]
 FACTS = [b"local ip", b"remote =", b"ole", b"LLM_"]  # LLM_ is both: the full tier wins
 PATTERNS = [rb'"MESSAGE"\s*:\s*\[']
-ENGINES = ["find"] + (["hyperscan"] if scanner._hyperscan is not None else [])
+ENGINES = ["find"] + (["hyperscan"] if scanner.HAVE_HYPERSCAN else [])
 
 
 def _prefilters() -> list[Prefilter]:
