@@ -175,36 +175,23 @@ class Links:
         return self._ips[node], self._clusters[node], self._remote_by_ip[node], self._unpaired[node], self._asked[node]
 
     def _one_way(self, a: str, b: str) -> bool:
-        fa, fb = self.facts.get(None if a == NO_NODE else a), self.facts.get(None if b == NO_NODE else b)
+        fa, fb = self._facts_of(a), self._facts_of(b)
         if fa is None or fb is None:
             return False
-        if b not in self._ips:
-            self._ips[b], self._clusters[b] = fb.ips, fb.cluster_ids
-        ips, clusters = self._ips[b], self._clusters[b]
-        if a not in self._remote_by_ip:
-            by_ip: dict[str, set[str | None]] = {}
-            for cluster, addr in fa.remote:
-                if addr:
-                    by_ip.setdefault(addr_ip(addr), set()).add(cluster)
-            self._remote_by_ip[a] = by_ip
-        by_ip = self._remote_by_ip[a]
+        # What a node's facts give is derived once (`_derived`): a fleet asks ~250,000 pairs.
+        ips, clusters, _, _, asked_b = self._derived(b)
+        _, _, by_ip, unpaired_a, _ = self._derived(a)
         for ip in (by_ip.keys() & ips) if len(by_ip) < len(ips) else (ips & by_ip.keys()):
             if any(cluster is None or not clusters or cluster in clusters for cluster in by_ip[ip]):
                 return True
         if fa.remote_ips & ips:
             return True
-        # What follows is asked of each node for each of its pairs (a fleet: ~250,000 of them), so
-        # what it derives from one node's facts is derived once.
         role_a, role_b = self._role(a, fa), self._role(b, fb)
         if not (role_a is None or role_b is None or role_a != role_b):
             return False
-        if a not in self._unpaired:
-            self._unpaired[a] = fa.remote_clusters - {c for c, a2 in fa.remote if c and a2}
-        if self._unpaired[a] & clusters:
+        if unpaired_a & clusters:
             return True
-        if b not in self._asked:
-            self._asked[b] = fb.req_ids | self.req_ids.get(b, set())
-        return bool(self.req_ids.get(a, set()) & self._asked[b])
+        return bool(self.req_ids.get(a, set()) & asked_b)
 
     def _role(self, node: str, facts: NodeFacts) -> str | None:
         if node not in self._roles:
