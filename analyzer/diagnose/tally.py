@@ -180,6 +180,10 @@ class Tally:
         # Per node, the first finding (in report order) whose timestamp has a sure year, and that
         # stamp: where the related errors' guessed years should land.
         self.sure: dict[str | None, tuple[FindingKey, str]] = {}
+        self.guessed = 0  # findings counted whose year was only guessed (the time policy may move them)
+        # Sources whose findings this tally leaves out (`leave_out`): they are counted once their
+        # guessed years are settled, by whoever holds them all (`run.finish`).
+        self.untallied: set[str] = set()
 
     def add(self, f: Finding) -> None:
         """Count one finding (each finding once; a source's findings together and in report order,
@@ -192,6 +196,7 @@ class Tally:
         elif at < self._at:  # back to an earlier line: two inputs of one name
             self.whole = False
         self._at = at
+        self.guessed += f.year_guessed
         if f.timestamp and not f.year_guessed:
             sure = self.sure.get(f.node)
             if sure is None or f.source < sure[0][0]:
@@ -220,10 +225,18 @@ class Tally:
         self.fleet.add(f)
         self.bursts.add(f)
 
+    def leave_out(self, source: str) -> None:
+        """Count no finding of `source` (its years are still to be settled): the tally is then of
+        every other source. One already counted in part makes the tally unfit (`whole`)."""
+        self.whole &= source not in self.sources
+        self.untallied.add(source)
+
     def merge(self, other: Tally) -> None:
         """Add the tally of other findings (from other sources) to this one."""
-        self.whole &= other.whole and self.sources.isdisjoint(other.sources)
+        self.whole &= other.whole and (self.sources | self.untallied).isdisjoint(other.sources | other.untallied)
         self.sources |= other.sources
+        self.untallied |= other.untallied
+        self.guessed += other.guessed
         self._source = None
         for where, sure in other.sure.items():
             if where not in self.sure or sure[0] < self.sure[where][0]:
@@ -261,6 +274,7 @@ class Tally:
             return False
         self.whole &= part.whole
         self.sources |= part.sources
+        self.guessed += part.guessed
         for where, (key, stamp) in part.sure.items():
             key = (key[0], key[1] + shift, key[2])
             if where not in self.sure or key < self.sure[where][0]:

@@ -34,10 +34,11 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     """The analysis of the findings in `store` (in report order) and what the units observed
     (`stats.observed`). `tally`: the units' own aggregates, when they fit the store as it is."""
     store.transform = time_policy(store.raw, store.guessed > 0, window)
-    if tally is None or store.transform is not None:
+    tally = _fitted(tally, store, bool(window))
+    if tally is None:
         # The units' own tallies do not fit (a name met twice, a split file's ranges whose bursts
-        # cannot be renumbered exactly, or the time policy changes findings): count the findings
-        # again, read back in report order.
+        # cannot be renumbered exactly, or the time policy changes findings they counted): count
+        # the findings again, read back in report order.
         tally = Tally()
         for finding in store:
             tally.add(finding)
@@ -52,6 +53,22 @@ def finish_run(store: FindingStore, stats: InputStats, tally: Tally | None, rule
     if store.count >= TRIM_AFTER:
         give_back_freed()
     return conclude(store, stats, rules, summary, related, stats.observed.settle(), proofs, texts)
+
+
+def _fitted(tally: Tally | None, store: FindingStore, windowed: bool) -> Tally | None:
+    """The units' tally completed with the sources it left out (`Tally.untallied`: their years
+    were guessed), counted from the store as the time policy leaves them; None where the tally
+    does not fit: a window drops findings it counted, or it counted a guessed year."""
+    if tally is None or windowed or (tally.guessed and store.transform is not None):
+        return None
+    if tally.untallied:
+        left_out, rest = tally.untallied, Tally()
+        for finding in store:
+            if finding.source in left_out:
+                rest.add(finding)
+        tally.untallied = set()
+        tally.merge(rest)
+    return tally if tally.whole else None
 
 
 def conclude(findings: FindingStore, stats: InputStats, rules: RuleSet, summary: Summary,

@@ -240,11 +240,11 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     # A byte range's tally leaves its threads' first bursts to the merge (they may go on from the
     # range before).
     tally = Tally(range_part=unit.end is not None)
-    sink = _Batched(writer, tally)
+    sink = _Batched(writer, tally, leave_guessed=unit.end is None)
     if unit.end is None:
         for source in unit.sources:
             engine.scan_source(source, stats, sink.add)
-        sink.flush()
+        sink.finish()
         tally.bursts.close_all()  # what goes back to this process is closed bursts only
         if cut is not None:
             cut.apply(tally, stats.observed)
@@ -263,13 +263,22 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
 class _Batched:
     """A unit's findings to its runs and its tally, a batch at a time: counting them between two
     lines' scans cost twice as much as counting a batch (each evicts the other's data from the
-    caches)."""
+    caches).
+
+    `leave_guessed`: a source with a finding whose year was only guessed is left out of the tally
+    (`Tally.leave_out`; the parent counts it once its years are settled, and only it). A source's
+    first `HOLD` findings wait until it ends or one of them is guessed; a guessed year after those
+    makes the tally unfit, and the parent counts everything again, as without this."""
 
     SIZE = 2048
+    HOLD = 4096
 
-    def __init__(self, writer: RunWriter, tally: Tally) -> None:
+    def __init__(self, writer: RunWriter, tally: Tally, leave_guessed: bool = False) -> None:
         self.writer, self.tally = writer, tally
         self.batch: list[Finding] = []
+        self.leave_guessed = leave_guessed
+        self._source: str | None = None
+        self._held: list[Finding] | None = []  # the current source's findings not yet counted; None: counted
 
     def add(self, f: Finding) -> None:
         self.batch.append(f)
@@ -279,7 +288,36 @@ class _Batched:
     def flush(self) -> None:
         batch, self.batch = self.batch, []
         self.writer.extend(batch)
+        if not self.leave_guessed:
+            for f in batch:
+                self.tally.add(f)
+            return
+        tally = self.tally
         for f in batch:
+            if f.source != self._source:
+                self._release()
+                self._source = f.source
+            if f.source in tally.untallied:
+                continue
+            if f.year_guessed:
+                tally.leave_out(f.source)
+                self._held = []
+            elif self._held is None:
+                tally.add(f)
+            else:
+                self._held.append(f)
+                if len(self._held) >= self.HOLD:
+                    self._release()
+                    self._held = None
+
+    def finish(self) -> None:
+        """Count what is still held (the last source's findings)."""
+        self.flush()
+        self._release()
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        for f in held or ():
             self.tally.add(f)
 
 

@@ -278,3 +278,56 @@ def test_a_split_files_ranges_bring_tallies_that_merge(tmp_path, monkeypatch):
     assert tally is not None and tally.count == len(list(store)) == 201
     one = analyze([str(path), str(tmp_path / "small.log")], jobs=1)
     assert tally.summary() == summarize(one.findings)
+
+
+# -- a unit's tally leaves out the sources whose years were guessed ------------------------------
+def _found(source, line, guessed=False):
+    from analyzer.core.records import Finding
+    return Finding(source=source, line=line, timestamp="2025-11-12T03:40:05", code="0x5010B001", name=None,
+                   api=None, api_evidence=None, api_line=None, recoverable=None, rule="r", action="retry",
+                   text="", form="hex", node="n1", year_guessed=guessed)
+
+
+def _sunk(findings, hold=None):
+    from analyzer.run.store import RunWriter
+    tally = parallel.Tally()
+    sink = parallel._Batched(RunWriter(), tally, leave_guessed=True)
+    if hold is not None:
+        sink.HOLD = hold
+    for f in findings:
+        sink.add(f)
+    sink.finish()
+    return tally
+
+
+def test_a_source_with_a_guessed_year_is_left_out_of_the_units_tally():
+    found = [_found("a.log", 1), _found("a.log", 2), _found("b.log", 1), _found("b.log", 2, guessed=True),
+             _found("b.log", 3), _found("c.log", 1)]
+    tally = _sunk(found)
+    assert tally.whole and tally.untallied == {"b.log"} and tally.sources == {"a.log", "c.log"}
+    assert tally.count == 3 and not tally.guessed
+    # Counted later, on its own, it completes the tally exactly.
+    rest = parallel.Tally()
+    for f in found[2:5]:
+        rest.add(f)
+    tally.merge(rest)
+    assert tally.whole is False  # b.log was left out here: only a tally cleared of it may take it
+    again = _sunk(found)
+    again.untallied = set()
+    again.merge(rest)
+    assert again.whole and again.summary() == summarize(found)
+
+
+def test_a_guessed_year_after_the_held_findings_makes_the_tally_unfit():
+    found = [_found("a.log", i) for i in range(1, 6)] + [_found("a.log", 6, guessed=True)]
+    assert _sunk(found, hold=10).whole  # still held: left out whole
+    late = _sunk(found, hold=3)
+    assert not late.whole and late.untallied == {"a.log"}  # some were counted: the parent counts all again
+
+
+def test_a_left_out_source_met_again_stays_left_out_and_a_counted_one_spoils_the_tally():
+    again = [_found("a.log", 1, guessed=True), _found("b.log", 1), _found("a.log", 2)]
+    tally = _sunk(again)
+    assert tally.whole and tally.untallied == {"a.log"} and tally.count == 1
+    counted_first = [_found("a.log", 1), _found("b.log", 1), _found("a.log", 2, guessed=True)]
+    assert not _sunk(counted_first).whole
