@@ -21,7 +21,7 @@ import time
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
-from typing import BinaryIO, ClassVar, Protocol
+from typing import Any, BinaryIO, ClassVar, Protocol
 
 from .codecs import Codec, Decompressed
 from .names import clean_member, printable
@@ -428,8 +428,37 @@ class _TarMember(io.RawIOBase):
         if self.remaining <= 0:
             return b""
         size = self.remaining if size is None or size < 0 else min(size, self.remaining)
-        data = self.stream.read(size)
+        data = self._read_through(size) if _passes_through(self.stream) else self.stream.read(size)
         if not data:
             raise tarfile.ReadError(f"unexpected end of data ({self.remaining} bytes of the member missing)")
         self.remaining -= len(data)
         return data
+
+    def _read_through(self, size: int) -> bytes:
+        """`size` bytes (fewer at the end) as tarfile's stream would give them, without its copies:
+        it joins a megabyte piece at a time and slices the join twice, three copies of each
+        member's data; here what it holds, then the layer below, joined once."""
+        stream: Any = self.stream
+        pieces, got = [], 0
+        held: bytes = stream.buf
+        if held:
+            first = held[:size]
+            stream.buf = held[len(first):]
+            pieces.append(first)
+            got = len(first)
+        while got < size:
+            piece = stream.fileobj.read(size - got)
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+        stream.pos += got
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
+
+def _passes_through(stream: object) -> bool:
+    """Whether `stream` is tarfile's plain stream (`r|`), whose buffer and position a member may
+    read past (`_TarMember._read_through`): checked, as they are not tarfile's public API."""
+    return (type(stream).__name__ == "_Stream" and getattr(stream, "comptype", None) == "tar"
+            and isinstance(getattr(stream, "buf", None), bytes) and isinstance(getattr(stream, "pos", None), int)
+            and hasattr(stream, "fileobj"))

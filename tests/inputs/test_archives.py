@@ -367,3 +367,39 @@ def test_compression_layers_do_not_count_as_levels_but_are_bounded(tmp_path):
     refused = reasons(report)
     assert len(refused) == 1 and "deeper.log.gz: more than 27 layers of compression and archives" in refused[0]
     assert scan(tmp_path, "--strict")[0] == 2
+
+
+# -- a tar member read past tarfile's stream buffer -----------------------------------------------
+@pytest.mark.parametrize("piece", [511, 65536, 1 << 20, 3 << 20])
+def test_tar_members_read_through_give_tarfiles_bytes(piece, monkeypatch):
+    """A member read straight from the layer below tarfile's stream (`_TarMember._read_through`)
+    gives what tarfile's own reads give, for members around the block size and past its 1 MiB
+    buffer, read in pieces of any size; so does the next header after it."""
+    from analyzer.inputs import archives
+
+    rng = __import__("random").Random(piece)
+    sizes = [0, 1, 511, 512, 513, 10240, (1 << 20) - 1, (1 << 20) + 7, 3 * (1 << 20) + 100]
+    bodies = {f"m{i}.log": rng.randbytes(n) for i, n in enumerate(sizes)}
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, body in bodies.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
+
+    def members(through: bool) -> dict[str, bytes]:
+        monkeypatch.setattr(archives, "_passes_through", lambda s: through and _real(s))
+        got = {}
+        with tarfile.open(fileobj=io.BytesIO(buf.getvalue()), mode="r|", bufsize=1 << 20) as archive:
+            for member in archive:
+                reader = archives._TarMember(archive, member)
+                data = bytearray()
+                while chunk := reader.read(piece):
+                    data += chunk
+                got[member.name] = bytes(data)
+        return got
+
+    _real = archives._passes_through
+    with tarfile.open(fileobj=io.BytesIO(buf.getvalue()), mode="r|") as archive:
+        assert _real(archive.fileobj)  # the path under test is the one taken
+    assert members(True) == members(False) == bodies
