@@ -206,7 +206,9 @@ class Engine:
         gathered = partial(self.observer.core_facts, state, self.node) if facts is not None else None
         if (gathered is not None and line_observer.COUNT_PAST_CAP and prefilter is self.prefilter
                 and self.matcher.core is not None and self.neighbours.core is not None):
-            state.counting = RelatedCount(self.matcher.core, self.neighbours.core, state.observed.count_dropped)
+            state.counting = RelatedCount(self.matcher.core, self.neighbours.core, state.observed.count_dropped,
+                                          built=partial(self.observer.related_row, state, self.node)
+                                          if line_observer.CORE_READS_RELATED else None)
         line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
                                 node_facts=gathered, related=state.counting):

@@ -10,17 +10,17 @@ are kept (the first in report order, whatever the units; the rest are only count
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import observations
-from ..core.headers import header_pid, record_headers
+from ..core.headers import Header, header_pid, record_headers
 from ..core.observations import Fact, NodeFacts, Observed, Proof, RelatedEvent
 from ..core.records import process_key
 from ..knowledge.linkfacts import LinkFactMatcher
 from ..knowledge.recovery import RecoveryTable
+from ..scan.blocks import decode
 
 if TYPE_CHECKING:
-    from ..core.headers import Header
     from ..core.records import Record
     from ..inputs import Layout, YearHint
     from ..knowledge.families import NeighbourMatcher
@@ -44,6 +44,13 @@ FINDING_LINK_KINDS = frozenset({"req_id", "local_cluster", "remote_cluster", "re
 # Whether a related error no report can keep (past MAX_RELATED of its stream) is only counted, not
 # built; False: built and trimmed as any other, the twin the tests compare it with.
 COUNT_PAST_CAP = True
+# Whether the compiled core reads a line of neighbour errors and no code whole, for `related_row`
+# to note (where it reads it as Python would); False: every such line goes through `line`.
+CORE_READS_RELATED = True
+
+
+def _no_lines() -> Sequence[tuple[int, str]]:
+    return ()  # a line with a stamp of its own never looks back for one
 
 
 class StreamView(Protocol):
@@ -196,6 +203,24 @@ class LineObserver:
         if found:
             self._related(state, cand.line_no, text, header, lookback, record, node, facts, found)
         return link
+
+    def related_row(self, state: StreamView, default_node: str | None, line_no: int, raw: bytes,
+                    row: dict[str, Any]) -> None:
+        """Note a line of neighbour errors and no code that the compiled core read whole
+        (`scan.blocks.RelatedCount.built`: printable ASCII, a plog header with a year, no
+        possible proof): as `line` notes it, from the core's pid, timestamp, facts and errors. No
+        finding is on the line, so nothing needs its link."""
+        pid, facts = row["pid"], row["facts"]
+        layout = state.layout
+        node = node_of(layout, None, layout.pod, default_node)
+        if facts:
+            state.observed.note_facts(node, facts, pid)
+            mine = state.recent.setdefault(process_of(layout, None, pid), {})
+            for kind, value in facts:
+                mine[kind] = (value, line_no)
+        header = Header("plog", row["at"], pid, None, None, 0)
+        self._related(state, line_no, decode(raw), header, _no_lines, None, node, facts,
+                      self.neighbours.core_found(row["errors"]))
 
     def _related(self, state: StreamView, line_no: int, text: str, header: Header,
                  lookback: Callable[[], Sequence[tuple[int, str]]], record: Record | None, node: str | None,

@@ -9,6 +9,7 @@ neighbour errors logged shortly before each finding: its likely causes.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,11 @@ class NeighbourMatcher:
             if m:
                 out.append(self._found(family, next((g for g in m.groups() if g), m.group(0))))
         return out
+
+    def core_found(self, hits: Sequence[tuple[int, str]]) -> list[tuple[str, str, str]]:
+        """`find`'s answer from the compiled core's (family index, code text) hits of a line."""
+        chosen = self.families
+        return [self._found(chosen[i], code) for i, code in hits]
 
     @staticmethod
     def _found(family: Family, code: str) -> tuple[str, str, str]:

@@ -368,6 +368,9 @@ class RelatedCount:
     families: object
     add: Callable[[int], None]
     after: int | None = None
+    # Before the cap: where the core hands each such line it read whole, with its errors (line
+    # number, raw line, {pid, at, facts, errors}; `LineObserver.related_row`). None: Python reads them.
+    built: Callable[[int, bytes, dict[str, Any]], None] | None = None
 
 
 def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_size: int = BLOCK_SIZE,
@@ -489,9 +492,11 @@ def _pull_core(core_scan: object, stream: Reader, counts: ScanCounts, block_size
             counts.lines += lines_before
             for number, offset, start, raw, facts_only in cands:
                 if facts_only is not False:  # True: a fact-only line; a list: its facts; a tuple: rows
-                    if facts is not None:
+                    if facts is not None:  # ... a dict: a line of neighbour errors read whole
                         if facts_only.__class__ is tuple:
                             fact_rows(facts_only)  # type: ignore[misc]  # rows come only with a row sink
+                        elif facts_only.__class__ is dict:
+                            related.built(number, raw, facts_only)  # type: ignore[union-attr,misc]  # only then
                         else:
                             facts(number, raw, None if facts_only is True else facts_only)
                         continue
@@ -512,6 +517,8 @@ def _core_blocks(core_scan: object, stream: Reader, block_size: int, related: Re
     after are scanned counting (when is a matter of timing only: either way, the same answers)."""
     scan = cast(Any, core_scan)
     counting = related is None
+    if related is not None and related.built is not None:
+        scan.read_related(related.codes, related.families)
     plain: bool | None = None  # True: the rest is read by the core; False: the core could not open it
     report: Callable[[int], None] | None = None
     failure: BaseException | None = None

@@ -451,6 +451,26 @@ impl PidHeader {
         self.pid_by_regex(line)
     }
 
+    /// The first header's timestamp as `core.headers.parse_header` writes it (`_plog_header`:
+    /// `DATE` `T` `TIME`, then `.` and six digits, milliseconds and microseconds each padded
+    /// with zeros, when the stamp prints a fraction). Only for `PLOG_PATTERN`, whose groups these
+    /// are; None otherwise, or when the line has no plog header.
+    pub fn stamp(&self, line: &[u8]) -> Option<String> {
+        if !self.by_hand {
+            return None;
+        }
+        let c = self.re().captures(line)?;
+        let text = |name: &str| c.name(name).map(|m| String::from_utf8_lossy(m.as_bytes()).into_owned());
+        let (date, time) = (text("date")?, text("time")?);
+        Some(match text("ms") {
+            Some(ms) => {
+                let us = text("us").unwrap_or_default();
+                format!("{date}T{time}.{ms:0<3}{us:0<3}")
+            }
+            None => format!("{date}T{time}"),
+        })
+    }
+
     /// The pid as `Regex::captures` reads it (the reference `pid` must equal).
     pub fn pid_by_regex<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
         self.re()

@@ -20,6 +20,7 @@ use std::sync::{Arc, Once};
 use aho_corasick::{AhoCorasickBuilder, MatchKind};
 use memchr::{memchr, memrchr};
 use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
@@ -263,6 +264,17 @@ enum Tier {
     Facts(Vec<(usize, String)>),
     /// A fact-only line answered whole: no proof, these facts (some), logged by this pid.
     Row(Vec<u8>, Vec<(usize, String)>),
+    /// A line of neighbour errors and no code, read whole (`Counted::Built`).
+    Related(Built),
+}
+
+/// What Python needs of a line of neighbour errors to note them as `LineObserver.line` would:
+/// the pid and timestamp of its plog header, its facts, and (family, code text) of each error.
+struct Built {
+    pid: Vec<u8>,
+    stamp: String,
+    facts: Vec<(usize, String)>,
+    errors: Vec<(usize, String)>,
 }
 
 /// What a stream past its cap of related errors (`observations.MAX_RELATED`) does with a line
@@ -272,6 +284,9 @@ struct Related {
     codes: Arc<codes::Codes>,
     families: Arc<families::FamilyTable>,
     after: i64, // only lines after this one (a later piece of that line is still built)
+    // lines up to `after` (all, before the cap is reached): read whole for Python to note
+    // (`Scan.read_related`); false: Python reads them
+    build: bool,
 }
 
 /// What became of a full candidate past the cap of related errors.
@@ -283,18 +298,26 @@ enum Counted {
     Nothing(u64),
     /// This many neighbour errors, and the line's facts as a row of this pid.
     Row(u64, Vec<u8>, Vec<(usize, String)>),
+    /// Before the cap: neighbour errors (some) for Python to note, read whole.
+    Built(Built),
 }
 
 /// `LineObserver.line` and the engine's code search on a full candidate whose related errors are
 /// only counted, where they come to the same without Python: the line is printable ASCII with a
 /// plog header (its stamp has a year: the clock is not read), holds no code and cannot be a proof;
 /// its facts are noted as a fact-only line's are, and its neighbour errors are counted.
+///
+/// With `build` (a line before the cap), a line with neighbour errors is `Built` instead: Python
+/// notes them from what the core read, without reading the line again; one without is answered
+/// as past the cap (nothing to note but its facts). A line whose timestamp the core cannot read
+/// as Python does (no `PLOG_PATTERN`) is Python's.
 fn counted_line(
     r: &Related,
     table: &FactTable,
     proofs: Option<&ProofTable>,
     header: Option<&PidHeader>,
     raw: &[u8],
+    build: bool,
 ) -> Counted {
     let line = without_cr(raw);
     let Some(pid) = header.and_then(|h| h.pid(line)) else {
@@ -315,6 +338,17 @@ fn counted_line(
         return Counted::Python;
     };
     let n = errors.len() as u64;
+    if build && n > 0 {
+        let Some(stamp) = header.and_then(|h| h.stamp(line)) else {
+            return Counted::Python;
+        };
+        return Counted::Built(Built {
+            pid: pid.to_vec(),
+            stamp,
+            facts: found,
+            errors,
+        });
+    }
     if found.is_empty() {
         Counted::Nothing(n)
     } else {
@@ -492,7 +526,11 @@ impl Scan {
     fn answer(&mut self, py: Python<'_>, data: &[u8], out: &mut Out<'_>, whole: bool) {
         let Some(table) = &self.facts else { return };
         let related = self.related.as_ref().filter(|_| whole && self.header.is_some());
-        if !out.cands.iter().any(|c| c.4 || related.is_some_and(|r| c.0 > r.after)) {
+        if !out
+            .cands
+            .iter()
+            .any(|c| c.4 || related.is_some_and(|r| r.build || c.0 > r.after))
+        {
             return;
         }
         let cands = std::mem::take(&mut out.cands);
@@ -504,17 +542,20 @@ impl Scan {
             let judge = |c: Cand| {
                 if !c.4 {
                     return match related {
-                        Some(r) if c.0 > r.after => match counted_line(r, table, proofs, header, &data[c.2..c.3]) {
-                            Counted::Python => Some((c, Tier::Plain)),
-                            Counted::Nothing(n) => {
-                                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                                None
+                        Some(r) if r.build || c.0 > r.after => {
+                            match counted_line(r, table, proofs, header, &data[c.2..c.3], c.0 <= r.after) {
+                                Counted::Python => Some((c, Tier::Plain)),
+                                Counted::Built(built) => Some((c, Tier::Related(built))),
+                                Counted::Nothing(n) => {
+                                    counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                                    None
+                                }
+                                Counted::Row(n, pid, found) => {
+                                    counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+                                    Some((c, Tier::Row(pid, found)))
+                                }
                             }
-                            Counted::Row(n, pid, found) => {
-                                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-                                Some((c, Tier::Row(pid, found)))
-                            }
-                        },
+                        }
                         _ => Some((c, Tier::Plain)),
                     };
                 }
@@ -615,6 +656,18 @@ impl Scan {
                         continue;
                     }
                     Some(Tier::Facts(found)) => facts_of(found)?.into_any(),
+                    Some(Tier::Related(built)) => {
+                        let errors = PyList::empty(py);
+                        for (k, code) in &built.errors {
+                            errors.append((k, code))?;
+                        }
+                        let row = PyDict::new(py);
+                        row.set_item(intern!(py, "pid"), std::str::from_utf8(&built.pid).unwrap_or_default())?;
+                        row.set_item(intern!(py, "at"), &built.stamp)?;
+                        row.set_item(intern!(py, "facts"), facts_of(&built.facts)?)?;
+                        row.set_item(intern!(py, "errors"), errors)?;
+                        row.into_any()
+                    }
                     _ => PyBool::new(py, facts_only).to_owned().into_any(),
                 };
                 if !run.is_empty() {
@@ -958,6 +1011,21 @@ impl Scan {
             codes: codes.codes.clone(),
             families: families.table.clone(),
             after,
+            build: self.related.as_ref().is_some_and(|r| r.build),
+        });
+    }
+
+    /// Until `count_related`, answer each line that holds neighbour errors and no code, where
+    /// the core reads it as Python would (`counted_line`), as a dict of its header's `pid` and
+    /// timestamp (`at`), its `facts` and its `errors` ((family index, code text), in family
+    /// order), for Python to note (`LineObserver.related_row`); such a line without errors is
+    /// a fact-only row, or nothing. Only with the fact table and rows; else nothing changes.
+    fn read_related(&mut self, codes: &Codes, families: &Families) {
+        self.related = Some(Related {
+            codes: codes.codes.clone(),
+            families: families.table.clone(),
+            after: i64::MAX,
+            build: true,
         });
     }
 

@@ -107,7 +107,7 @@ def test_a_long_lines_later_pieces_are_still_built_at_the_cap(tmp_path: Path, mo
 RELATED_LOG = Path(__file__).resolve().parents[1] / "data" / "twin" / "related_past_cap.log"
 
 
-def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, int]:
+def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch, tz=None) -> tuple[str, int]:
     """What a stream gives under `engine`: its findings (with their link facts), every related
     error kept and dropped, node facts and proofs, as text; and what the core counted itself."""
     from analyzer.core.records import InputStats
@@ -123,7 +123,7 @@ def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch) -> tuple
     real = observations.Observed.count_dropped
     monkeypatch.setattr(observations.Observed, "count_dropped",
                         lambda self, n: (counted.append(n), real(self, n))[-1])
-    engine_ = Engine(RuleSet.load())
+    engine_ = Engine(RuleSet.load(), tz=tz)
     stats = InputStats()
     with open(path, "rb") as handle:
         found = engine_.scan_leaf(str(path), handle, None, stats)
@@ -165,3 +165,32 @@ def test_the_counted_lines_facts_reach_the_findings_after_them(monkeypatch: pyte
     assert links[14] == {"req_id": "4242"}  # process 7001's counted line, 8 lines before
     assert links[18]["remote_cluster"] == "6" and links[18]["device"] == "3"
     assert report["inputs"]["lines"] == 18
+
+
+STAMPS_LOG = Path(__file__).resolve().parents[1] / "data" / "twin" / "related_stamps.log"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ddtriage_core") is None, reason="the compiled core is not installed")
+@pytest.mark.parametrize("tz", [None, "+08:00"])
+def test_lines_of_neighbour_errors_the_core_reads_are_noted_as_python_notes_them(
+        monkeypatch: pytest.MonkeyPatch, tz: str | None) -> None:
+    """tests/data/twin/related_stamps.log (by hand): neighbour errors on plog lines whose stamps
+    print microseconds, milliseconds of one or two digits, a comma, no fraction; leading blanks,
+    spaces inside the header, a CRLF, facts; and beside them what stays Python's: no plog header,
+    a code on the line, a possible proof, non-ASCII, a family named with no error. The core reads
+    the first kind whole (`related_row`); the related errors, facts and findings are Python's."""
+    from datetime import datetime
+
+    zone = datetime.strptime(tz, "%z").tzinfo if tz else None
+    read: list[int] = []
+    real = observer.LineObserver.related_row
+    monkeypatch.setattr(observer.LineObserver, "related_row",
+                        lambda self, state, node, n, raw, row: (read.append(n), real(self, state, node, n, raw, row)))
+    python, _ = _observed(STAMPS_LOG, "python", monkeypatch, zone)
+    assert not read
+    rust, _ = _observed(STAMPS_LOG, "rust", monkeypatch, zone)
+    assert rust == python
+    assert read == [1, 2, 3, 4, 5, 6, 8, 9, 12, 15, 16]  # by hand: the lines the core can read alike
+    read.clear()
+    monkeypatch.setattr(observer, "CORE_READS_RELATED", False)
+    assert _observed(STAMPS_LOG, "rust", monkeypatch, zone)[0] == python and not read
