@@ -19,6 +19,7 @@ from . import compiled
 from .catalog import localized, read_yaml
 from .compiled import LazyPattern
 
+CHOSEN_SETS = 4096  # sets of present families remembered (`families_in`)
 SHIPPED = Path(__file__).parent.parent / "data" / "neighbours.yaml"
 
 # Rewrites that make a family's pattern one Rust's regex reads as Python's `re` does, on a line of
@@ -121,6 +122,7 @@ class NeighbourMatcher:
         self._raw_literals = tuple(lit.encode() for lit in self.literals)
         self._db: Any = False  # built on first use (False: not yet); None without hyperscan
         self._core: Any = None  # the compiled core's families (`ddtriage_core.Families`), under the core
+        self._chosen: dict[int, list[Family]] = {}  # the core's bits of present families -> them (few sets)
 
     def core_rows(self) -> list[tuple[list[str], str | None]]:
         """The families as the compiled core takes them: literals, and the pattern it reads alike."""
@@ -146,7 +148,14 @@ class NeighbourMatcher:
         that also narrows what `find` tries."""
         if self._core is not None:
             bits = self._core.present(raw)
-            return [f for i, f in enumerate(self.families) if bits >> i & 1] if bits else []
+            if not bits:
+                return []
+            chosen = self._chosen.get(bits)
+            if chosen is None:  # logs name a few sets of families: each listed once (read only), a bounded few
+                chosen = [f for i, f in enumerate(self.families) if bits >> i & 1]
+                if len(self._chosen) < CHOSEN_SETS:
+                    self._chosen[bits] = chosen
+            return chosen
         if self._db is False:
             self._db = _literal_db(self._raw_literals)
         if self._db is not None:
