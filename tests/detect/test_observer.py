@@ -194,3 +194,44 @@ def test_lines_of_neighbour_errors_the_core_reads_are_noted_as_python_notes_them
     read.clear()
     monkeypatch.setattr(observer, "CORE_READS_RELATED", False)
     assert _observed(STAMPS_LOG, "rust", monkeypatch, zone)[0] == python and not read
+
+
+# Pieces of generated lines: plog headers as printed and damaged, neighbour errors, codes, facts,
+# proofs of recovery, what only Python reads (non-ASCII, a CR, a tab, NUL, colour).
+_HEADS = ["[ERROR] HCCL(6120,python3):2025-11-12-03:42:00.001.000 [t.cc:8] [6133]Link: ",
+          "[ERROR] HCCL(7001,python3):2025-11-12-03:42:01.5 [t.cc:8] ", "  [WARNING] RUNTIME( 12 ,p):2025-11-12 03:42:02,7 ",
+          "[ERROR] GE(6120,python3):2025-11-12T03:42:03 [llm_datadist.cc:1]6190 PullKvBlocks: ",
+          "[ERROR] HCCL(6120,python3):2025-11-12-03:42:04.001 ", "(W pid=9) ERROR 11-12 03:42:05 [c.py:1] ",
+          "ERROR HCCL(1,p):2025-11-12-03:42:06.1.2 ", "[ERROR] HCCL(6120,python3):2025-13-45-99:99:99.001.000 ", ""]
+_BODIES = ["call hccl op failed, hcclRet -> 9", "hcclRet -> 12", "HCCL_E_TIMEOUT", "rtDeviceInit failed, ret = 207001",
+           "ret = 1343270913", "LLM_WAIT_PROC_TIMEOUT", ", remote_cluster_id = 3", ", remote_ip = 10.1.0.3, port = 26000",
+           ", req_id = 4242", ", device_id = 2", "link cluster 6 success", " 本地", "\r", "\t", "\x00", "\x1b[31m", " x"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ddtriage_core") is None, reason="the compiled core is not installed")
+def test_generated_lines_of_neighbour_errors_are_noted_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated plog streams of neighbour errors, codes, facts and proofs: the related errors, node
+    facts, proofs and findings of the Rust engine (the core reading lines whole) equal the Python
+    engine's, below and past a small cap."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    line = st.tuples(st.sampled_from(_HEADS), st.lists(st.sampled_from(_BODIES), min_size=1, max_size=4))
+    path = tmp_path / "gen.log"
+    read: list[int] = []
+    real = observer.LineObserver.related_row
+    monkeypatch.setattr(observer.LineObserver, "related_row",
+                        lambda self, state, node, n, raw, row: (read.append(n), real(self, state, node, n, raw, row)))
+
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(lines=st.lists(line, min_size=3, max_size=25), cap=st.sampled_from([2, 5000]))
+    def check(lines: list[tuple[str, list[str]]], cap: int) -> None:
+        path.write_bytes("".join(h + "".join(b) + "\n" for h, b in lines).encode("utf-8"))
+        with monkeypatch.context() as patch:
+            patch.setattr(observations, "MAX_RELATED", cap)
+            python, _ = _observed(path, "python", patch)
+            rust, _ = _observed(path, "rust", patch)
+        assert rust == python
+
+    check()
+    assert len(read) > 20  # the core read lines whole, not only Python
