@@ -51,6 +51,23 @@ class EnvelopeTable:
     def __init__(self, envelopes: list[Envelope], origin: str = "") -> None:
         self.envelopes = envelopes
         self.origin = origin
+        self._any_row: re.Pattern[str] | None | bool = False  # built on first use (False: not yet)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_any_row": False}  # a worker builds its own
+
+    def any_row(self) -> re.Pattern[str] | None:
+        """One pattern that matches at a line's start where some row envelope's `detect` does (the
+        alternation of them all): a plain log's head is then refused in one call a line. None
+        where they cannot be joined alike (a back-reference, a named group met twice, a flag)."""
+        if self._any_row is False:
+            texts = [e.detect.pattern for e in self.envelopes if not e.detect_head]
+            joinable = texts and not any(re.search(r"\\[1-9]|\(\?P=|\(\?[aiLmsux-]+[):]", t) for t in texts)
+            try:
+                self._any_row = re.compile("|".join(f"(?:{t})" for t in texts)) if joinable else None
+            except re.error:
+                self._any_row = None
+        return self._any_row if isinstance(self._any_row, re.Pattern) else None
 
     @classmethod
     def load(cls, path: Path) -> EnvelopeTable:
@@ -88,10 +105,14 @@ class EnvelopeTable:
         # A row counts when it matches at least half the lines: it cannot if these all miss
         # (a plain log's head, the usual case, is then done in fewer calls).
         first = lines[:len(lines) - (len(lines) + 1) // 2 + 1]
+        any_row = self.any_row()
+        rows = any_row is None or any(map(any_row.match, first))  # False: no row envelope can count
         for env in self.envelopes:
             if env.detect_head:
                 if env.detect.match(text.lstrip()):
                     return env, lines[0]
+                continue
+            if not rows:
                 continue
             count = sum(1 for ln in lines if env.detect.match(ln)) if any(map(env.detect.match, first)) else 0
             if count and count * 2 >= len(lines) and (best is None or count > best[0]):

@@ -286,3 +286,29 @@ def test_json_lines_whose_log_lacks_a_newline_are_not_joined(tmp_path):
              f'LLMStatusCode.LLM_TIMEOUT","stream":"stderr","time":"2025-11-11T19:40:0{i}Z"}}\n' for i in range(3)]
     assert brief(scan(tmp_path, "".join(lines)), "line", "envelope") == [
         (1, "docker-json-file"), (2, "docker-json-file"), (3, "docker-json-file")]
+
+
+def test_the_joined_detect_pattern_tells_every_head_as_the_rows_one_by_one(tmp_path):
+    """`EnvelopeTable.any_row` (every row envelope's `detect`, alternated) only lets a head whose
+    first lines none of them match skip the rows: every envelope example's head, every sample
+    log's, and plain heads are told the same with it as without it."""
+    import random
+    from pathlib import Path
+
+    from analyzer.knowledge.rules import RuleSet
+
+    table = RuleSet.load().envelopes
+    assert table.any_row() is not None  # the shipped rows join
+    heads = [("\n".join([e["wrapped"]] * 3) + "\n").encode() for env in table.envelopes for e in env.examples]
+    root = Path(__file__).resolve().parents[2]
+    heads += [p.read_bytes()[:65536] for p in sorted((root / "sample_logs").rglob("*")) if p.is_file()]
+    rng = random.Random(7)
+    pieces = [b"[ERROR] GE(1,p):2025-11-12-03:40:05.101 x\n", b"2025-11-12T03:40:05Z ", b"stdout F ", b"{\"log\":\"a\"}\n",
+              b"<13>1 ", b"Nov 12 03:40:05 host app[1]: ", b"\n", b"plain words\n", b"[pod/a/b] "]
+    heads += [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(300)]
+    assert len(heads) > 320
+    joined = [table.match_head(h) for h in heads]
+    table._any_row = None  # the rows one by one
+    alone = [table.match_head(h) for h in heads]
+    assert joined == alone
+    assert sum(1 for r in joined if r) > 20  # heads that are enveloped, not only plain ones
