@@ -491,6 +491,23 @@ proptest! {
     }
 
     #[test]
+    fn the_plog_stamp_is_read_where_the_pid_is_and_has_its_shape(data in any::<Vec<u8>>(), like in header_like(),
+                                                                 line in plog_line()) {
+        let h = plog();
+        for l in [&data, &like, &line] {
+            let stamp = h.stamp(l);
+            prop_assert_eq!(stamp.is_some(), h.pid_by_regex(l).is_some());
+            if let Some(s) = stamp {
+                // DATE T TIME, then `.` and six digits when a fraction was printed (`_plog_header`)
+                let b = s.as_bytes();
+                prop_assert!(b.len() == 19 || (b.len() == 26 && b[19] == b'.'), "{:?}", s);
+                prop_assert_eq!(b[10], b'T');
+                prop_assert!(b.get(20..).unwrap_or_default().iter().all(u8::is_ascii_digit), "{:?}", s);
+            }
+        }
+    }
+
+    #[test]
     fn the_walk_back_stays_inside_the_buffer_and_the_floor(data in bytes_like_logs(), start in 0usize..400,
                                                           back in 0usize..400, limit in 0usize..50) {
         let floor = start.min(data.len()).saturating_sub(back);
