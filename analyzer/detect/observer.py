@@ -53,6 +53,20 @@ def _no_lines() -> Sequence[tuple[int, str]]:
     return ()  # a line with a stamp of its own never looks back for one
 
 
+def _note(state: StreamView, node: str | None, process: str | None, pid: str | None, facts: list[Fact],
+          line_no: int) -> None:
+    """A line's facts: its node's, and what later lines of its process look back at."""
+    state.observed.note_facts(node, facts, pid)
+    _remember(state, process, facts, line_no)
+
+
+def _remember(state: StreamView, process: str | None, facts: Sequence[Fact], line_no: int) -> None:
+    """The facts later lines of `process` look back at (`finding_link`): the last of each kind."""
+    mine = state.recent.setdefault(process, {})
+    for kind, value in facts:
+        mine[kind] = (value, line_no)
+
+
 class StreamView(Protocol):
     """What `LineObserver` needs of the engine's per-stream state."""
 
@@ -128,10 +142,7 @@ class LineObserver:
         node = node_of(state.layout, None, state.layout.pod, default_node)
         process = process_of(state.layout, None, pid)
         if facts:
-            state.observed.note_facts(node, facts, pid)
-            mine = state.recent.setdefault(process, {})
-            for kind, value in facts:
-                mine[kind] = (value, line_no)
+            _note(state, node, process, pid, facts, line_no)
         if proof:
             self._proof(state, line_no, text, raw, node, process, None, None)
 
@@ -165,10 +176,7 @@ class LineObserver:
                                default_node)
                 process = process_of(state.layout, record, pid)
                 if facts:
-                    state.observed.note_facts(node, facts, pid)
-                    mine = state.recent.setdefault(process, {})
-                    for kind, value in facts:
-                        mine[kind] = (value, cand.line_no)
+                    _note(state, node, process, pid, facts, cand.line_no)
                 if proof:
                     self._proof(state, cand.line_no, text, raw, node, process, None, record)
             return ()
@@ -180,9 +188,7 @@ class LineObserver:
             node = node_of(state.layout, record, (record.pod if record else None) or state.layout.pod, default_node)
             process = process_of(state.layout, record, pid)
             if facts:  # the proof names what its own line names
-                mine = state.recent.setdefault(process, {})
-                for kind, value in facts:
-                    mine[kind] = (value, cand.line_no)
+                _remember(state, process, facts, cand.line_no)
             self._proof(state, cand.line_no, text, raw, node, process, header, record)
         if not facts and not families:
             if not state.recent:
@@ -195,10 +201,7 @@ class LineObserver:
         process = process_of(state.layout, record, pid)
         link = finding_link(state.recent.get(process, {}), facts, cand.line_no)
         if facts:
-            state.observed.note_facts(node, facts, pid)
-            mine = state.recent.setdefault(process, {})
-            for kind, value in facts:
-                mine[kind] = (value, cand.line_no)
+            _note(state, node, process, pid, facts, cand.line_no)
         found = self.neighbours.find(text, families) if families else []
         if found:
             self._related(state, cand.line_no, text, header, lookback, record, node, facts, found)
@@ -214,10 +217,7 @@ class LineObserver:
         layout = state.layout
         node = node_of(layout, None, layout.pod, default_node)
         if facts:
-            state.observed.note_facts(node, facts, pid)
-            mine = state.recent.setdefault(process_of(layout, None, pid), {})
-            for kind, value in facts:
-                mine[kind] = (value, line_no)
+            _note(state, node, process_of(layout, None, pid), pid, facts, line_no)
         header = Header("plog", row["at"], pid, None, None, 0)
         self._related(state, line_no, decode(raw), header, _no_lines, None, node, facts,
                       self.neighbours.core_found(row["errors"]))
