@@ -8,7 +8,7 @@ in the scanner's hot loop. Tolerates the copy-paste damage seen in the wild (a m
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -90,6 +90,21 @@ def without_possessives(pattern: str) -> str:
 
 # The plog grammar as the compiled core reads the pid of a fact line with it.
 PLOG_PID_PATTERN = without_possessives(_PLOG.pattern)
+_LOOK_AHEAD = r"(?=\s|$)"
+# The tails as the core reads them: Rust's regex has no look-ahead, so a tail's closing
+# `(?=\s|$)` becomes an empty `end` group (where the match ends) and the same test, consuming;
+# at the very end of a pattern that picks the same alternative, with the same groups.
+CORE_TAILS = tuple(without_possessives(t.pattern[:-len(_LOOK_AHEAD)] + "(?P<end>)(?:\\s|$)")
+                   if t.pattern.endswith(_LOOK_AHEAD) else without_possessives(t.pattern) for t in _PLOG_TAIL)
+
+_core_plog: Callable[[str], tuple[str, str, str | None, str | None, int, int, bool] | None] | None = None
+
+
+def use_core(headers: object | None) -> None:
+    """Read plog headers with the compiled core's `PlogHeaders` (built from PLOG_PID_PATTERN and
+    CORE_TAILS; None: in Python). Its `read` answers plain ASCII lines as `parse_header` does."""
+    global _core_plog
+    _core_plog = getattr(headers, "read", None)
 
 
 def _iso(date: str, time: str, frac: str | None) -> str:
@@ -105,6 +120,10 @@ def _yearless(month_day: str, time: str, frac: str | None, year: Year) -> str | 
 def parse_header(line: str, year: Year = None) -> Header:
     """Parse the header at the start of `line` (after NULs and blanks). Never raises. `year` (an
     int or an `inputs.YearHint`) completes timestamps that print none."""
+    if _core_plog is not None:
+        got = _core_plog(line)
+        if got is not None:
+            return Header("plog", got[0], got[1], got[2], got[3], got[4], got[5])
     pos = len(line) - len(line.lstrip("\x00 \t\ufeff"))
     m = _PLOG.match(line, pos)
     if m:
@@ -182,6 +201,10 @@ def record_headers(line: str, year: Year = None) -> tuple[Header, ...]:
 
 
 def _record_headers(line: str, year: Year) -> tuple[Header, ...]:
+    if _core_plog is not None:
+        got = _core_plog(line)
+        if got is not None and not got[6]:  # one record: the date does not show again
+            return (Header("plog", got[0], got[1], got[2], got[3], got[4], got[5]),)
     first = parse_header(line, year)
     # A flattened block repeats the header grammar, date included: look for the date first.
     if first.fmt != "plog" or first.timestamp is None or line.find(first.timestamp[:10], first.msg_start) == -1:

@@ -17,7 +17,8 @@ from datetime import tzinfo
 from functools import partial
 from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
-from ..core.headers import PLOG_PID_PATTERN, header_for, record_headers
+from ..core import headers as record_header_grammar
+from ..core.headers import CORE_TAILS, PLOG_PID_PATTERN, header_for, record_headers
 from ..core.observations import VERSION_KINDS, Fact, Observed
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
@@ -37,6 +38,7 @@ from ..scan.blocks import (
     core_codes,
     core_families,
     core_nearby,
+    core_plog_headers,
     decode,
     scan_stream,
     tune_allocator,
@@ -109,6 +111,10 @@ class Engine:
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
                                    fact_table=self._fact_table, proof_table=self.rules.recovery.core_table(),
                                    header=PLOG_PID_PATTERN)
+        # The plog header of each record is read in the core under it (a process-wide reader, set
+        # by the engine built last: the grammar is fixed, and both readers give the same answers).
+        record_header_grammar.use_core(core_plog_headers(PLOG_PID_PATTERN, CORE_TAILS)
+                                       if compile_nearby is not None else None)
         if compile_nearby is not None:  # under the core its table answers the facts of every plain line
             tune_allocator()
             # the prefilter's own table when it has one (the same rows; a frozen table, ~8 ms to compile)
@@ -116,6 +122,7 @@ class Engine:
                      else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
             self.linkfacts.use_core(owner.core_facts(), judges_proofs=owner.facts_judge_proofs)
             self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
+            # and the plog header of each record
             self.neighbours.use_core(core_families(self.neighbours.core_rows()))  # and neighbour errors
 
     # -- one top-level input ---------------------------------------------------------------

@@ -131,6 +131,24 @@ def core_codes(spec: Sequence[object]) -> object | None:
         return None
 
 
+def core_plog_headers(head: str, tails: Sequence[str]) -> object | None:
+    """The compiled core's plog header reader (`ddtriage_core.PlogHeaders`, from
+    `core.headers.PLOG_PID_PATTERN` and `CORE_TAILS`) when the core scans in this process and reads
+    the grammar alike, else None."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "PlogHeaders"):
+        return None
+    key = (head, tuple(tails))
+    if key not in _PLOG_READERS:  # compiled once per process
+        try:
+            _PLOG_READERS[key] = _core.PlogHeaders(head, list(tails))
+        except ValueError:  # a grammar Rust's regex cannot read: Python's
+            _PLOG_READERS[key] = None
+    return _PLOG_READERS[key]
+
+
+_PLOG_READERS: dict[tuple[str, tuple[str, ...]], object | None] = {}
+
+
 def core_families(rows: Sequence[object]) -> object | None:
     """The compiled core's neighbour families (`ddtriage_core.Families`, from
     `NeighbourMatcher.core_rows()`) when the core scans in this process, else None."""

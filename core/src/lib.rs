@@ -30,6 +30,7 @@ mod codes;
 mod facts;
 mod families;
 mod findingjson;
+mod headers;
 mod lines;
 mod nodefacts;
 mod prefilter;
@@ -1159,6 +1160,31 @@ impl Nearby {
     }
 }
 
+/// The plog header of a record (`core.headers.parse_header`; see `headers.rs`).
+#[pyclass(frozen, module = "ddtriage_core")]
+struct PlogHeaders {
+    headers: headers::PlogHeaders,
+}
+
+#[pymethods]
+impl PlogHeaders {
+    #[new]
+    fn new(head: &str, tails: Vec<String>) -> PyResult<Self> {
+        install_hook();
+        guarded("the plog header grammar", || {
+            let headers = headers::PlogHeaders::new(head, &tails).map_err(PyValueError::new_err)?;
+            Ok(PlogHeaders { headers })
+        })
+    }
+
+    /// (timestamp, pid, tid, func, message start, start, the date shows again) of the line's
+    /// plog header, or None where Python reads the line.
+    fn read(&self, line: &str) -> PyResult<Option<headers::Plog>> {
+        // with the GIL held, as `Facts.find`: a header takes a microsecond
+        guarded("a plog header", || Ok(self.headers.read(line.as_bytes())))
+    }
+}
+
 /// The neighbour families of `knowledge.families.NeighbourMatcher` (see `families.rs`).
 #[pyclass(frozen, module = "ddtriage_core")]
 struct Families {
@@ -1488,6 +1514,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Nearby>()?;
     m.add_class::<Codes>()?;
     m.add_class::<Families>()?;
+    m.add_class::<PlogHeaders>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(begin_back, m)?)?;
     m.add_function(wrap_pyfunction!(lines_back, m)?)?;

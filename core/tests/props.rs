@@ -3,7 +3,7 @@
 //! SIMD filter, or Aho-Corasick when a literal is shorter than 3 bytes), the link-fact table
 //! answers any line without a panic and as a plain reference does (each kind whose literal is
 //! there: its patterns in order), the neighbour families answer any line, the proofs' screen says "maybe" whenever a plain reference does,
-//! the plog pid read by hand is the one `Regex::captures` reads, and the walk back over the lines
+//! the plog pid read by hand is the one `Regex::captures` reads, and so is a plog header's stamp, and the walk back over the lines
 //! before a candidate stays in its buffer and its floor on any bytes and bounds.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
@@ -16,6 +16,9 @@ mod facts;
 #[path = "../src/families.rs"]
 #[allow(dead_code)]
 mod families;
+#[path = "../src/headers.rs"]
+#[allow(dead_code)]
+mod headers;
 #[path = "../src/lines.rs"]
 mod lines;
 #[path = "../src/prefilter.rs"]
@@ -503,6 +506,20 @@ proptest! {
                 prop_assert!(b.len() == 19 || (b.len() == 26 && b[19] == b'.'), "{:?}", s);
                 prop_assert_eq!(b[10], b'T');
                 prop_assert!(b.get(20..).unwrap_or_default().iter().all(u8::is_ascii_digit), "{:?}", s);
+            }
+        }
+    }
+
+    #[test]
+    fn the_plog_header_read_by_hand_is_the_one_captures_reads(data in any::<Vec<u8>>(), like in header_like(),
+                                                              line in plog_line()) {
+        let h = headers::PlogHeaders::new(facts::PLOG_PATTERN, &[r"(?P<tid>\d+)\s(?P<end>)".to_string()]).unwrap();
+        for l in [&data, &like, &line] {
+            let got = h.read_by(l, true);
+            prop_assert_eq!(&got, &h.read_by(l, false), "{:?}", String::from_utf8_lossy(l));
+            if let Some((stamp, pid, ..)) = &got {
+                prop_assert_eq!(Some(pid.as_bytes()), plog().pid(facts::without_cr(l)));
+                prop_assert_eq!(Some(stamp.clone()), plog().stamp(l));
             }
         }
     }
