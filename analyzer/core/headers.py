@@ -97,6 +97,18 @@ _LOOK_AHEAD = r"(?=\s|$)"
 CORE_TAILS = tuple(without_possessives(t.pattern[:-len(_LOOK_AHEAD)] + "(?P<end>)(?:\\s|$)")
                    if t.pattern.endswith(_LOOK_AHEAD) else without_possessives(t.pattern) for t in _PLOG_TAIL)
 
+
+
+def core_grammar() -> tuple[str, list[str], str, str, str, str, str, str, str]:
+    """Every header pattern as the compiled core's engine reads it (`ddtriage_core.Detector`): the
+    plog head and tails (`PLOG_PID_PATTERN`, `CORE_TAILS`), then vLLM, its pid, its relay prefix,
+    glog, torch_npu, MindIE and Python logging, possessive repeats made greedy (each is followed
+    by what its class cannot match)."""
+    vllm, vllm_pid, relay, glog, torch, mindie, pylog = (without_possessives(p.pattern) for p in (
+        _VLLM, _VLLM_PID, _VLLM_RELAY, _GLOG, _TORCH, _MINDIE, _PYLOG))
+    return (PLOG_PID_PATTERN, list(CORE_TAILS), vllm, vllm_pid, relay, glog, torch, mindie, pylog)
+
+
 _core_plog: Callable[[str], tuple[str, str, str | None, str | None, int, int, bool] | None] | None = None
 
 

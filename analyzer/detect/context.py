@@ -50,7 +50,7 @@ class ApiResolver:
 
     def __init__(self, apis: ApiTable):
         self.apis = apis
-        words = sorted(apis.spellings, key=len, reverse=True)
+        words = self._words = sorted(apis.spellings, key=len, reverse=True)
         # Spellings with a space ("Initialize LlmDataDist") match with any run of blanks.
         alternation = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in words)
         # Whole words only: `copy_cache` must not match inside `LLM_COPY_CACHE_FAILED`, but a
@@ -59,6 +59,15 @@ class ApiResolver:
         # The last message searched: (line, where its message starts, its tag API, spelling starts, APIs).
         # Every hit of one line asks again; a line of a million codes is searched once, not once a hit.
         self._last: tuple[str, int, tuple[str, str] | None, list[int], list[str]] | None = None
+
+    def core_spec(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[str], list[str], str, str, str]:
+        """The table as the compiled core's engine reads it (`ddtriage_core.Detector`): spellings,
+        tags, shared names, the spellings in the order the alternation tries them, and the tag,
+        frame and LLM-DataDist marker patterns (the spelling pattern's look-arounds are walked
+        there by hand, see `core/src/apis.rs`)."""
+        apis = self.apis
+        return (sorted(apis.spellings.items()), sorted(apis.tags.items()), sorted(apis.shared), list(self._words),
+                _TAG.pattern, _FRAME.pattern, _LLM_MARKER.pattern)
 
     # -- evidence on one line -------------------------------------------------------------
     def on_line(self, line: str, header: Header, offset: int | None = None) -> tuple[str, str] | None:

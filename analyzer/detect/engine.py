@@ -15,11 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import tzinfo
 from functools import partial
-from typing import IO, TYPE_CHECKING, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
 
 from ..core import headers as record_header_grammar
-from ..core.headers import CORE_TAILS, PLOG_PID_PATTERN, header_for, record_headers
-from ..core.observations import VERSION_KINDS, Fact, Observed
+from ..core import observations
+from ..core.headers import CORE_TAILS, PLOG_PID_PATTERN, Header, core_grammar, header_for, record_headers
+from ..core.observations import VERSION_KINDS, Fact, Observed, Proof, RelatedEvent
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, Record, Skipped
 from ..inputs import READ_ERRORS, Layout, Limits, Selection, Source, Unpacker, layout_of, year_hint
@@ -36,10 +37,13 @@ from ..scan.blocks import (
     RelatedCount,
     ScanCounts,
     core_codes,
+    core_detector,
     core_families,
     core_nearby,
     core_plog_headers,
     decode,
+    new_core_stream,
+    scan_native,
     scan_stream,
     tune_allocator,
 )
@@ -50,13 +54,16 @@ from ..scan.unwrap import detect as detect_envelope
 from . import observer as line_observer
 from .causes import CauseFinder, causes
 from .context import API_LOOKBACK_LINES, ApiResolver, GenericPolicy
-from .fingerprint import finding_fingerprint
-from .observer import LineObserver, node_of, process_of
+from .fingerprint import core_masks, finding_fingerprint
+from .observer import FINDING_LINK_KINDS, LineObserver, node_of, process_of
 from .patterns import GENERIC_FAILED, CodeHit, CodeMatcher
 
 if TYPE_CHECKING:
     from ..inputs import YearHint
 
+# Whether a plain stream's lines are read by the engine in the compiled core where it is built;
+# False: by this module's, line by line (the twin the tests compare it with).
+NATIVE = True
 TEXT_WIDTH = 600  # characters of a hit line kept in a finding
 SMALL_READ = 64 << 10  # the least a read of a regular file asks for once its known size is read
 
@@ -86,6 +93,7 @@ class Engine:
     # (code, API, in a result list) -> the rule, for keys whose match never read the nearby text
     _rule_memo: dict[tuple[int, str | None, bool, Versions], RuleMatch] = field(init=False, default_factory=dict)
     _prefilters: dict[str, Prefilter] = field(init=False, default_factory=dict)  # per envelope with prefilter patterns
+    _detector: object = field(init=False, default=None)  # the engine in the compiled core (`core_spec`), or None
 
     def __post_init__(self) -> None:
         self.matcher = CodeMatcher(self.rules.catalog)
@@ -122,8 +130,10 @@ class Engine:
                      else Prefilter((), "find", fact_table=self.linkfacts.core_table()))
             self.linkfacts.use_core(owner.core_facts(), judges_proofs=owner.facts_judge_proofs)
             self.matcher.use_core(core_codes(self.matcher.core_spec()))  # and it finds the codes of a line
-            # and the plog header of each record
             self.neighbours.use_core(core_families(self.neighbours.core_rows()))  # and neighbour errors
+        # ... and, where every table is the core's, the whole engine of a plain stream
+        spec = self.core_spec() if compile_nearby is not None else None
+        self._detector = core_detector(*spec) if spec is not None else None
 
     # -- one top-level input ---------------------------------------------------------------
     def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
@@ -216,31 +226,122 @@ class Engine:
             state.counting = RelatedCount(self.matcher.core, self.neighbours.core, state.observed.count_dropped,
                                           built=partial(self.observer.related_row, state, self.node)
                                           if line_observer.CORE_READS_RELATED else None)
-        line_no, reported = 0, set[int]()  # the codes already reported on a line cut into fragments
+        if unwrapper is None and facts is not None and gathered is not None and self._native_ok(prefilter):
+            yield from self._scan_native(state, stream, prefilter, counts, history, gathered)
+            return
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
                                 node_facts=gathered, related=state.counting):
-            if unwrapper is None:
-                text = cand.text()
-                if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
-                    text = clean(text)
-                lookback = _memo(cand.lookback)
-                link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
-                hits = self.matcher.find(text)
-                # A line longer than MAX_LINE comes in fragments of one line number: one finding per
-                # code per line, the first fragment's.
-                if cand.line_no != line_no:
-                    line_no, reported = cand.line_no, set()
-                if reported:
-                    hits = [h for h in hits if h.value not in reported]
-                reported.update(h.value for h in hits)
-                found = list(self._line(state, cand, text, lookback, None, link, hits))
-            else:
-                found = self._records(state, cand, unwrapper)
+            found = self._candidate(state, cand) if unwrapper is None else self._records(state, cand, unwrapper)
             if len(found) > 1:
                 found.sort(key=_code_of)  # report order within a line: by code
             yield from found
         if rejoined is not None:  # bytes read are the file's, not the rejoined text's (same for any --jobs)
             counts.bytes += rejoined.consumed - rejoined.produced
+
+    def _candidate(self, state: _StreamState, cand: Candidate) -> list[Finding]:
+        """The findings of a candidate line of a stream without an envelope (unsorted)."""
+        text = cand.text()
+        if "\x1b" in text:  # colour around a code (rich, glog --colorlogtostderr)
+            text = clean(text)
+        lookback = _memo(cand.lookback)
+        link = self.observer.line(state, cand, text, cand.raw, lookback, None, self.node)
+        hits = self.matcher.find(text)
+        # A line longer than MAX_LINE comes in fragments of one line number: one finding per code
+        # per line, the first fragment's.
+        if cand.line_no != state.line_no:
+            state.line_no, state.reported = cand.line_no, set()
+        if state.reported:
+            hits = [h for h in hits if h.value not in state.reported]
+        state.reported.update(h.value for h in hits)
+        return list(self._line(state, cand, text, lookback, None, link, hits))
+
+    # -- the engine in the compiled core ------------------------------------------------------
+    def core_spec(self) -> tuple[object, ...] | None:
+        """What the compiled core's engine is built from (`ddtriage_core.Detector`): the core's code
+        forms, families and fact table this engine already uses, and every other table as its
+        own rule hands it over. None where some part is not the core's."""
+        facts = self.prefilter.core_facts() if self._fact_table else None
+        if self.matcher.core is None or self.neighbours.core is None or facts is None:
+            return None
+        if not self.prefilter.facts_judge_proofs:
+            return None
+        return (self.matcher.core, self.neighbours.core, self.neighbours.core_info(), facts, core_grammar(),
+                self.resolver.core_spec(), sorted(FINDING_LINK_KINDS), list(VERSION_KINDS), self.rules.uses_versions,
+                core_masks())
+
+    def _native_ok(self, prefilter: Prefilter) -> bool:
+        """Whether this stream's lines are read by the engine in the core: its tables were built,
+        the stream is plain (the caller says), its prefilter is the engine's own, no --tz (a zone
+        is Python's to apply), and related errors past the cap are counted (the twin's switch)."""
+        return (NATIVE and self._detector is not None and prefilter is self.prefilter and self.tz is None
+                and line_observer.COUNT_PAST_CAP)
+
+    def _scan_native(self, state: _StreamState, stream: Reader, prefilter: Prefilter, counts: ScanCounts,
+                     history: bytes, gathered: Callable[[tuple[object, ...]], None]) -> Iterator[Finding]:
+        """`scan_stream`'s loop in the compiled core (`ddtriage_core.Stream`): each block's findings
+        come back whole. A line the core does not read (not printable ASCII, nor the lines before
+        it) comes here with the stream's state (`_decline`); Python reads it and hands the state
+        back. At the end, what the core gathered for the unit joins `state.observed`."""
+        layout, year = state.layout, state.year
+        hint = None if year is None else (
+            (year, False, None, None, True) if isinstance(year, int)
+            else (year.year, year.guessed, year.written_by, year.near, False))
+        engine = new_core_stream(
+            self._detector, state.name,
+            (layout.node, layout.kind, layout.device, layout.pid, layout.anchored, layout.pod, layout.container),
+            state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
+            (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
+             partial(self._decline, state)), Finding)
+        if history:  # what `_seed` noted before the range
+            engine.set_state(state.to_core())
+        try:
+            for found in scan_native(stream, prefilter, counts, engine, gathered, history=history):
+                yield from found
+        finally:
+            node_facts, related, dropped = engine.finish()
+            if node_facts is not None:
+                gathered(node_facts)
+            node = node_of(layout, None, layout.pod, self.node)
+            for line, stamp, family, code, meaning, pid, text, link, guessed in related:
+                state.observed.note_related(RelatedEvent(state.name, line, stamp, node, family, code, meaning, pid,
+                                                         text, tuple(link), guessed))
+            state.observed.related_dropped += dropped
+
+    def _core_rule(self, value: int, api: str | None, in_cluster: bool, nearby: str,
+                   versions: list[tuple[str, str]]) -> tuple[str, str, bool | None, str | None, bool, bool, bool]:
+        """`RuleSet.match` for the core's engine: (rule, action, recoverable, the code's name, known,
+        generic, whether it read the nearby text: the core remembers the answer only where not)."""
+        asked = False
+
+        def text() -> str:
+            nonlocal asked
+            asked = True
+            return nearby
+        matched = self.rules.match(value, api, in_cluster, text, tuple(versions))
+        code = matched.code
+        return (matched.rule.id, matched.rule.action, matched.recoverable, code.name if code else None,
+                code is not None, code.generic if code else False, asked)
+
+    @staticmethod
+    def _core_proof(state: _StreamState, line: int, stamp: str | None, node: str | None, proof: str,
+                    pid: str | None, clusters: tuple[str, ...], addrs: tuple[str, ...], text: str,
+                    guessed: bool) -> None:
+        state.observed.note_proof(Proof(state.name, line, stamp, node, proof, pid, clusters, addrs, text, guessed))
+
+    def _decline(self, state: _StreamState, row: tuple[object, ...], cand: tuple[int, int, int, bytes, object],
+                 buf: bytes, first_line_no: int) -> tuple[list[Finding], tuple[object, ...]]:
+        """A line the core's engine leaves to Python, read with the stream's state (taken from the
+        core, handed back): (its findings, the state after it)."""
+        state.from_core(row)
+        number, offset, start, raw, tier = cand
+        found: list[Finding] = []
+        if tier is False:
+            found = self._candidate(state, Candidate(number, offset, raw, buf, start, first_line_no))
+            if len(found) > 1:
+                found.sort(key=_code_of)
+        else:
+            self._fact_line(state, number, raw, None if tier is True else cast(list[Fact], tier))
+        return found, state.to_core()
 
     def _fact_line(self, state: _StreamState, line_no: int, raw: bytes, found: list[Fact] | None) -> None:
         text = decode(raw)
@@ -393,6 +494,30 @@ class _StreamState:
     related_noted: int = 0  # related errors noted in `observed` so far (before any trim)
     related_line: int = 0  # the line of the last of them
     counting: RelatedCount | None = None  # past the cap, the compiled core counts related-only lines
+    line_no: int = 0  # the line whose codes `reported` holds (a line cut into fragments)
+    reported: set[int] = field(default_factory=set)
+
+    def to_core(self) -> tuple[object, ...]:
+        """What the engine in the core reads and writes of this state (`ddtriage_core.Stream.set_state`)."""
+        roll = self.clock.roll
+        return ([(n, o, (h.fmt, h.timestamp, h.pid, h.tid, h.func, h.msg_start, h.start, h.yearless, h.pod))
+                 for n, o, h in self.generic.recent],
+                [(p, n, e) for p, (n, e) in self.cause_finder.last_seen.items()],
+                None if roll is None else (roll.month, roll.years),
+                [(p, [(k, v, n) for k, (v, n) in kinds.items()]) for p, kinds in self.recent.items()],
+                self.related_noted, self.related_line, self.line_no, sorted(self.reported))
+
+    def from_core(self, row: tuple[object, ...]) -> None:
+        """The state as the engine in the core left it (`Stream.state`, `to_core`'s shape)."""
+        generic, last_seen, roll, recent, noted, related_line, line_no, reported = cast(tuple[Any, ...], row)
+        self.generic.recent.clear()
+        self.generic.recent.extend((n, o, Header(*h)) for n, o, h in generic)
+        self.cause_finder.last_seen = {p: (n, e) for p, n, e in last_seen}
+        if self.clock.roll is not None and roll is not None:
+            self.clock.roll.month, self.clock.roll.years = roll
+        self.recent = {p: {k: (v, n) for k, v, n in kinds} for p, kinds in recent}
+        self.related_noted, self.related_line = noted, related_line
+        self.line_no, self.reported = line_no, set(reported)
 
 
 def _memo(fn: Callable[[], Lines]) -> Callable[[], Lines]:

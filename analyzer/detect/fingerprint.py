@@ -42,6 +42,13 @@ MASKS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p,
     (r"\d+", "<N>"),
 ))
 
+
+
+def core_masks() -> list[tuple[str, str]]:
+    """The masks as the compiled core's engine applies them (a group `\\1` written `${1}`)."""
+    return [(p.pattern, re.sub(r"\\(\d)", r"${\1}", r)) for p, r in MASKS]
+
+
 TEMPLATE_LIMIT = 400  # characters of template kept: a storm's lines differ early, not at char 10,000
 
 

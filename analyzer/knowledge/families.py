@@ -130,6 +130,12 @@ class NeighbourMatcher:
         return [(list(f.literals), core_pattern(f.pattern.pattern, f.pattern.pattern in shipped))
                 for f in self.families]
 
+    def core_info(self) -> list[tuple[str, str, list[tuple[str, str]], list[tuple[str, str]]]]:
+        """What `_found` reads of each family, for the compiled core's engine: id, name, aliases and
+        meanings."""
+        return [(f.id, f.name, sorted(f.aliases.items()), sorted((str(k), str(v)) for k, v in f.codes.items()))
+                for f in self.families]
+
     def use_core(self, table: Any) -> None:
         """Answer plain ASCII lines with the compiled core's families (`core_rows`)."""
         self._core = table

@@ -160,6 +160,23 @@ def core_families(rows: Sequence[object]) -> object | None:
         return None
 
 
+def core_detector(*spec: object) -> object | None:
+    """The compiled core's engine tables (`ddtriage_core.Detector`, from `Engine.core_spec()`) when
+    the core scans in this process and reads every table alike, else None (Python's engine)."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "Detector"):
+        return None
+    try:
+        return _core.Detector(*spec)
+    except ValueError:  # a pattern or table the core does not read as Python does
+        return None
+
+
+def new_core_stream(*args: object) -> Any:
+    """A stream's engine in the compiled core (`ddtriage_core.Stream`; see `Engine._scan_native`)."""
+    assert _core is not None
+    return _core.Stream(*args)
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")
@@ -463,6 +480,47 @@ def scan_stream(stream: Reader, prefilter: Prefilter, counts: ScanCounts, block_
         counts.lines += 1  # a final line without a newline (or cut by a break) still counts
     if failure is not None:
         raise failure
+
+
+def scan_native(stream: Reader, prefilter: Prefilter, counts: ScanCounts, engine: Any,
+                node_facts: NodeFactsSink, history: bytes = b"", block_size: int = BLOCK_SIZE,
+                max_line: int | None = None) -> Iterator[list[Any]]:
+    """`scan_stream` with the engine in the core (`ddtriage_core.Stream`, `engine`): each block's
+    findings, in order. The core reads the blocks (a plain file itself), finds the candidates and
+    answers fact-only lines as `scan_stream` does, and hands each block over whole; `engine.block`
+    reads its lines. The counts move at the same points; the rows' node facts go to `node_facts`
+    at the end (or when the scan stops early)."""
+    assert _core is not None
+    matcher = prefilter.core()
+    table = prefilter.core_facts()
+    assert matcher is not None and table is not None, "the engine in the core needs the core's prefilter"
+    scan = _core.Scan(matcher, block_size, MAX_LINE if max_line is None else max_line, history, facts=table,
+                      rows=True, version_kinds=list(VERSION_KINDS), threads=CORE_THREADS)
+    scan.native()
+    blocks: Iterator[tuple[tuple[Any, ...], Callable[[int], None] | None]] = _core_blocks(scan, stream, block_size)
+    ahead = None
+    if SCAN_AHEAD:
+        from .ahead import Ahead
+
+        blocks = ahead = Ahead(blocks)
+    try:
+        for block, report in blocks:
+            nbytes, read, lines_before, handle, _first, _none, lines_after, _done = block
+            if read and report is not None:
+                report(read)
+            counts.bytes += nbytes
+            counts.lines += lines_before
+            if handle is not None:
+                found = engine.block(handle)
+                if found:
+                    yield found
+            counts.lines += lines_after
+    finally:
+        if ahead is not None:
+            ahead.close()
+        gathered = scan.node_facts()
+        if gathered is not None:
+            node_facts(gathered)
 
 
 def _scan_core(stream: Reader, matcher: object, counts: ScanCounts, block_size: int, max_line: int,

@@ -5,6 +5,7 @@
 #[allow(dead_code)]
 mod facts;
 #[path = "../src/headers.rs"]
+#[allow(dead_code)]
 mod headers;
 use std::time::Instant;
 fn main() {

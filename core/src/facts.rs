@@ -62,11 +62,36 @@ pub fn unportable(pattern: &str) -> Option<&'static str> {
         ("&&", "a class set operation"),
         ("--", "a class set operation"),
         ("~~", "a class set operation"),
-        ("[[", "a nested class"),
         ("(?#", "a comment group"),
     ] {
         if pattern.contains(token) {
             return Some(why);
+        }
+    }
+    // A `[` inside a class: Python reads a bracket (and warns), Rust opens a nested class
+    let mut chars = pattern.chars();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '[' if in_class => return Some("a nested class"),
+            '[' => {
+                in_class = true;
+                // a `]` or `^]` right after the opening bracket is a member, not the end
+                let rest = chars.as_str();
+                let skip = if rest.starts_with("^]") {
+                    2
+                } else {
+                    usize::from(rest.starts_with(']'))
+                };
+                for _ in 0..skip {
+                    chars.next();
+                }
+            }
+            ']' if in_class => in_class = false,
+            _ => {}
         }
     }
     // Inline flags: Rust's `x` ignores spaces inside classes, `U` swaps greediness; `u` would
@@ -356,6 +381,11 @@ impl ProofTable {
         let lit_proofs = with_prefixes(&literals, &lit_proofs);
         let ac = leftmost_longest(&literals)?;
         Ok(ProofTable { proofs, ac, lit_proofs })
+    }
+
+    /// Whether any proof's literal is in `raw` (`RecoveryTable.maybe_in`, on any bytes).
+    pub fn any_literal(&self, raw: &[u8]) -> bool {
+        self.ac.as_ref().is_some_and(|ac| ac.is_match(raw))
     }
 
     /// Whether the line (printable ASCII, no CR at the end: what `FactTable::find` answered) may

@@ -47,6 +47,11 @@ impl FamilyTable {
         })
     }
 
+    /// Whether every family's pattern is read here (none is left to Python).
+    pub fn all_portable(&self) -> bool {
+        self.regexes.iter().all(Option::is_some)
+    }
+
     /// Bit k: family k has a literal in `raw` (any bytes: `NeighbourMatcher.families_in`).
     pub fn present(&self, raw: &[u8]) -> u128 {
         let mut present = 0u128;

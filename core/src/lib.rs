@@ -26,14 +26,19 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
 use std::fmt::Write as _;
 
+mod apis;
 mod codes;
+mod detect;
 mod facts;
 mod families;
 mod findingjson;
+mod fingerprint;
 mod headers;
 mod lines;
+mod native;
 mod nodefacts;
 mod prefilter;
+mod stamps;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
 use nodefacts::NodeAgg;
 use prefilter::{Core, Line};
@@ -379,6 +384,7 @@ struct Scan {
     error: Option<io::Error>,
     done: bool,
     poisoned: bool,
+    native: bool, // blocks go to the engine in the core (`Block`), not to Python as tuples
 }
 
 /// The result of scanning one buffer (history + pending + chunk) already in memory.
@@ -631,6 +637,9 @@ impl Scan {
     }
 
     fn to_py<'py>(&self, py: Python<'py>, out: Out<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        if self.native {
+            return self.to_block(py, out);
+        }
         let cands = PyList::empty(py);
         if let Some(buf) = &out.buf {
             let data = buf.as_bytes();
@@ -694,6 +703,41 @@ impl Scan {
             buf,
             out.first_line_no,
             cands,
+            out.lines_after,
+            out.done,
+        )
+            .into_pyobject(py)
+    }
+
+    /// `to_py` in native mode: (bytes, bytes read, lines before, the `Block` or None, its first
+    /// line number, None, lines after, done).
+    fn to_block<'py>(&self, py: Python<'py>, out: Out<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let block: Bound<'py, PyAny> = match out.buf {
+            Some(buf) if !out.cands.is_empty() => {
+                let tiers = out
+                    .answers
+                    .into_iter()
+                    .map(|t| match t {
+                        Tier::Facts(f) => detect::Tier::Facts(f),
+                        Tier::Row(pid, f) => detect::Tier::Row(pid, f),
+                        Tier::Plain | Tier::Related(_) => detect::Tier::Plain,
+                    })
+                    .collect();
+                Bound::new(
+                    py,
+                    native::Block::new(buf.unbind(), out.first_line_no, out.cands, tiers),
+                )?
+                .into_any()
+            }
+            _ => py.None().into_bound(py),
+        };
+        (
+            out.nbytes,
+            out.read_bytes,
+            out.lines_before,
+            block,
+            out.first_line_no,
+            py.None(),
             out.lines_after,
             out.done,
         )
@@ -823,6 +867,30 @@ type NodeFactsOut = (
     Vec<(String, Vec<String>)>,
 );
 
+/// What a node's facts gathered so far are, as `NodeFacts.from_core` reads them (None: nothing
+/// noted); `agg` starts afresh.
+fn taken_facts(agg: &mut NodeAgg) -> Option<NodeFactsOut> {
+    if agg.noted == 0 {
+        return None;
+    }
+    let fresh = agg.fresh();
+    let parts = std::mem::replace(agg, fresh);
+    let list = |set: std::collections::HashSet<String>| set.into_iter().collect::<Vec<_>>();
+    Some((
+        parts.roles.into_iter().collect(),
+        parts.clusters.into_iter().collect(),
+        list(parts.local_ips),
+        list(parts.listen),
+        parts.remote.into_iter().collect(),
+        list(parts.remote_clusters),
+        list(parts.remote_ips),
+        list(parts.req_ids),
+        list(parts.devices),
+        list(parts.pids),
+        parts.versions.into_iter().map(|(k, v)| (k, list(v))).collect(),
+    ))
+}
+
 unsafe extern "C" {
     fn _PyBytes_Resize(bytes: *mut *mut pyo3::ffi::PyObject, newsize: pyo3::ffi::Py_ssize_t) -> std::os::raw::c_int;
 }
@@ -873,7 +941,14 @@ impl Scan {
             error: None,
             done: false,
             poisoned: false,
+            native: false,
         })
+    }
+
+    /// From now on, hand each block over whole (`Block`, for the engine in the core: `Stream.block`)
+    /// instead of a tuple per candidate line.
+    fn native(&mut self) {
+        self.native = true;
     }
 
     /// From now on, read the rest of the stream from the regular file at `path` itself, from
@@ -982,26 +1057,7 @@ impl Scan {
     /// when there were none; the next call starts afresh.
     #[allow(clippy::type_complexity)]
     fn node_facts(&mut self) -> Option<NodeFactsOut> {
-        let agg = self.agg.as_mut()?;
-        if agg.noted == 0 {
-            return None;
-        }
-        let fresh = agg.fresh();
-        let parts = std::mem::replace(agg, fresh);
-        let list = |set: std::collections::HashSet<String>| set.into_iter().collect::<Vec<_>>();
-        Some((
-            parts.roles.into_iter().collect(),
-            parts.clusters.into_iter().collect(),
-            list(parts.local_ips),
-            list(parts.listen),
-            parts.remote.into_iter().collect(),
-            list(parts.remote_clusters),
-            list(parts.remote_ips),
-            list(parts.req_ids),
-            list(parts.devices),
-            list(parts.pids),
-            parts.versions.into_iter().map(|(k, v)| (k, list(v))).collect(),
-        ))
+        taken_facts(self.agg.as_mut()?)
     }
 
     /// From now on, answer the lines after `after` that hold neighbour errors and no code: the
@@ -1515,6 +1571,9 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Codes>()?;
     m.add_class::<Families>()?;
     m.add_class::<PlogHeaders>()?;
+    m.add_class::<native::Detector>()?;
+    m.add_class::<native::Block>()?;
+    m.add_class::<native::Stream>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(begin_back, m)?)?;
     m.add_function(wrap_pyfunction!(lines_back, m)?)?;

@@ -107,9 +107,12 @@ def test_a_long_lines_later_pieces_are_still_built_at_the_cap(tmp_path: Path, mo
 RELATED_LOG = Path(__file__).resolve().parents[1] / "data" / "twin" / "related_past_cap.log"
 
 
-def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch, tz=None) -> tuple[str, int]:
+def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch, tz=None, native: bool = False
+              ) -> tuple[str, int]:
     """What a stream gives under `engine`: its findings (with their link facts), every related
-    error kept and dropped, node facts and proofs, as text; and what the core counted itself."""
+    error kept and dropped, node facts and proofs, as text; and what the core counted itself
+    through `RelatedCount`. `native`: the engine in the core reads the stream (`engine.NATIVE`;
+    it counts past the cap itself), else Python's engine with the core's pieces."""
     from analyzer.core.records import InputStats
     from analyzer.detect import engine as engine_module
     from analyzer.detect.engine import Engine
@@ -117,8 +120,10 @@ def _observed(path: Path, engine: str, monkeypatch: pytest.MonkeyPatch, tz=None)
     from analyzer.scan import blocks
 
     monkeypatch.setattr(blocks, "ENGINE", engine)
+    monkeypatch.setattr(engine_module, "NATIVE", native)
     # blocks of 256 bytes: the core is told of the cap from the block after the one that reached it
     monkeypatch.setattr(engine_module, "scan_stream", partial(blocks.scan_stream, block_size=256))
+    monkeypatch.setattr(engine_module, "scan_native", partial(blocks.scan_native, block_size=256))
     counted: list[int] = []
     real = observations.Observed.count_dropped
     monkeypatch.setattr(observations.Observed, "count_dropped",
@@ -149,6 +154,7 @@ def test_the_core_counts_past_the_cap_as_python_does(monkeypatch: pytest.MonkeyP
     rust, by_core = _observed(RELATED_LOG, "rust", monkeypatch)
     assert rust == python
     assert none == 0 and by_core > 0  # the core did count lines itself
+    assert _observed(RELATED_LOG, "rust", monkeypatch, native=True)[0] == python  # and so does its engine
     monkeypatch.setattr(observer, "COUNT_PAST_CAP", False)  # the plain twin: everything built, then trimmed
     assert _observed(RELATED_LOG, "rust", monkeypatch) == (python, 0)
 
@@ -159,6 +165,7 @@ def test_the_counted_lines_facts_reach_the_findings_after_them(monkeypatch: pyte
 
     monkeypatch.setattr(observations, "MAX_RELATED", 1)
     monkeypatch.setattr(engine_module, "scan_stream", partial(blocks.scan_stream, block_size=256))
+    monkeypatch.setattr(engine_module, "scan_native", partial(blocks.scan_native, block_size=256))
     report = json.loads(render_report("json", api.analyze([str(RELATED_LOG)])))
     links = {f["line"]: f.get("link") or {} for f in report["findings"]}
     assert links[7] == {"remote_cluster": "3"}  # the counted line 3 lines up (remote_ip: the serving side's)
@@ -191,6 +198,7 @@ def test_lines_of_neighbour_errors_the_core_reads_are_noted_as_python_notes_them
     rust, _ = _observed(STAMPS_LOG, "rust", monkeypatch, zone)
     assert rust == python
     assert read == [1, 2, 3, 4, 5, 6, 8, 9, 12, 15, 16]  # by hand: the lines the core can read alike
+    assert _observed(STAMPS_LOG, "rust", monkeypatch, zone, native=True)[0] == python
     read.clear()
     monkeypatch.setattr(observer, "CORE_READS_RELATED", False)
     assert _observed(STAMPS_LOG, "rust", monkeypatch, zone)[0] == python and not read
@@ -231,7 +239,9 @@ def test_generated_lines_of_neighbour_errors_are_noted_alike(tmp_path: Path, mon
             patch.setattr(observations, "MAX_RELATED", cap)
             python, _ = _observed(path, "python", patch)
             rust, _ = _observed(path, "rust", patch)
+            native, _ = _observed(path, "rust", patch, native=True)
         assert rust == python
+        assert native == python
 
     check()
     assert len(read) > 20  # the core read lines whole, not only Python
