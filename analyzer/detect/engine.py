@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
 from datetime import tzinfo
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 from ..core import headers as record_header_grammar
 from ..core import observations
@@ -64,11 +64,27 @@ if TYPE_CHECKING:
 # Whether a plain stream's lines are read by the engine in the compiled core where it is built;
 # False: by this module's, line by line (the twin the tests compare it with).
 NATIVE = True
+# A plain stream with at least this many findings is tallied by the core's engine too (a stream of
+# fewer, in Python: handing a tally over costs more than counting a few).
+CORE_TALLY_MIN = 256
 TEXT_WIDTH = 600  # characters of a hit line kept in a finding
 SMALL_READ = 64 << 10  # the least a read of a regular file asks for once its known size is read
 
 Lines = Sequence[tuple[int, str]]
 Sink = Callable[[Finding], None]
+
+
+class Counted(Protocol):
+    """Where a stream goes whose findings the engine in the core also tallies: each finding to the
+    runs only (`keep`), then the stream's tally (`tallied`: `ddtriage_core.Stream.tally`'s shape,
+    which `diagnose.tally.Tally.from_core` reads). `range_part`: the stream is a byte range."""
+
+    @property
+    def range_part(self) -> bool: ...
+
+    def keep(self, f: Finding) -> None: ...
+
+    def tallied(self, found: tuple[object, ...]) -> None: ...
 
 
 @dataclass
@@ -136,7 +152,8 @@ class Engine:
         self._detector = core_detector(*spec) if spec is not None else None
 
     # -- one top-level input ---------------------------------------------------------------
-    def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None) -> list[Finding]:
+    def scan_source(self, source: Source, stats: InputStats, sink: Sink | None = None,
+                    counted: Counted | None = None) -> list[Finding]:
         """Findings of one input (a file, an archive, stdin). Lines and bytes read are added to
         `stats` even when the input breaks half-way; what could not be read is listed. With a
         `sink`, each finding goes there as it is found (and the list returned is empty)."""
@@ -153,7 +170,7 @@ class Engine:
             for leaf in unpacker.readable_leaves(source.name, raw, source.path, source.mtime):
                 hint = year_hint(leaf.name, leaf.mtime, self.year)
                 findings.extend(self.scan_leaf(leaf.name, leaf.stream, hint, stats, year_guessed=hint.guessed,
-                                               bundle=source.bundle, sink=sink))
+                                               bundle=source.bundle, sink=sink, counted=counted))
         finally:
             if not source.is_stdin:
                 raw.close()
@@ -162,16 +179,19 @@ class Engine:
 
     def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
                   history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
-                  sink: Sink | None = None, head: bytes | None = None) -> list[Finding]:
+                  sink: Sink | None = None, head: bytes | None = None, counted: Counted | None = None
+                  ) -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
         its lines and bytes are added to `stats`, and a read error that stops it is listed.
-        `head`: the first bytes of the file a byte range is cut from (its envelope is told there)."""
+        `head`: the first bytes of the file a byte range is cut from (its envelope is told there).
+        `counted`: where the findings go instead of `sink` when the engine in the core reads the
+        stream and tallies it too."""
         counts = ScanCounts()
         findings: list[Finding] = []
         add = sink or findings.append
         try:
             for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head,
-                                            stats.observed):
+                                            stats.observed, counted):
                 add(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -191,7 +211,8 @@ class Engine:
     # -- one text stream ---------------------------------------------------------------------
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
                     history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
-                    head: bytes | None = None, observed: Observed | None = None) -> Iterator[Finding]:
+                    head: bytes | None = None, observed: Observed | None = None,
+                    counted: Counted | None = None) -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at. The stream's envelope,
         if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
@@ -227,7 +248,7 @@ class Engine:
                                           built=partial(self.observer.related_row, state, self.node)
                                           if line_observer.CORE_READS_RELATED else None)
         if unwrapper is None and facts is not None and gathered is not None and self._native_ok(prefilter):
-            yield from self._scan_native(state, stream, prefilter, counts, history, gathered)
+            yield from self._scan_native(state, stream, prefilter, counts, history, gathered, counted)
             return
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
                                 node_facts=gathered, related=state.counting):
@@ -277,11 +298,13 @@ class Engine:
                 and line_observer.COUNT_PAST_CAP)
 
     def _scan_native(self, state: _StreamState, stream: Reader, prefilter: Prefilter, counts: ScanCounts,
-                     history: bytes, gathered: Callable[[tuple[object, ...]], None]) -> Iterator[Finding]:
+                     history: bytes, gathered: Callable[[tuple[object, ...]], None],
+                     counted: Counted | None = None) -> Iterator[Finding]:
         """`scan_stream`'s loop in the compiled core (`ddtriage_core.Stream`): each block's findings
-        come back whole. A line the core does not read (not printable ASCII, nor the lines before
-        it) comes here with the stream's state (`_decline`); Python reads it and hands the state
-        back. At the end, what the core gathered for the unit joins `state.observed`."""
+        come back whole (with `counted`, they go there, and so does the core's tally of them). A
+        line the core does not read (not printable ASCII, nor the lines before it) comes here with
+        the stream's state (`_decline`); Python reads it and hands the state back. At the end, what
+        the core gathered for the unit joins `state.observed`."""
         layout, year = state.layout, state.year
         hint = None if year is None else (
             (year, False, None, None, True) if isinstance(year, int)
@@ -291,13 +314,34 @@ class Engine:
             (layout.node, layout.kind, layout.device, layout.pid, layout.anchored, layout.pod, layout.container),
             state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
             (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
-             partial(self._decline, state)), Finding)
+             partial(self._decline, state)), Finding, None if counted is None else counted.range_part)
         if history:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
+        # A stream's first findings wait: a stream of few is tallied in Python (cheaper than handing
+        # a tally over), one of more by the core's tally (`Tally.from_core`), with every one of them.
+        held: list[Finding] | None = [] if counted is not None else None
+        whole = False
         try:
             for found in scan_native(stream, prefilter, counts, engine, gathered, history=history):
-                yield from found
+                if counted is None:
+                    yield from found
+                elif held is not None:
+                    held.extend(found)
+                    if len(held) >= CORE_TALLY_MIN:
+                        for f in held:
+                            counted.keep(f)
+                        held = None
+                else:
+                    for f in found:
+                        counted.keep(f)
+            whole = True
         finally:
+            by_core = counted is not None and (held is None or not whole)
+            tally = engine.tally(by_core)
+            if counted is not None and tally is not None:
+                for f in held or ():
+                    counted.keep(f)
+                counted.tallied(tally)
             node_facts, related, dropped = engine.finish()
             if node_facts is not None:
                 gathered(node_facts)
@@ -306,6 +350,8 @@ class Engine:
                 state.observed.note_related(RelatedEvent(state.name, line, stamp, node, family, code, meaning, pid,
                                                          text, tuple(link), guessed))
             state.observed.related_dropped += dropped
+        if held:  # a stream of few findings: the caller's sink tallies them
+            yield from held
 
     def _core_rule(self, value: int, api: str | None, in_cluster: bool, nearby: str,
                    versions: list[tuple[str, str]]) -> tuple[str, str, bool | None, str | None, bool, bool, bool]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..core.records import Finding, FindingKey, process_key, report_key, shifted
 from ..core.times import seconds
@@ -289,6 +290,52 @@ class Bursts:
         groups = tuple(BurstGroup(g.first, g.bursts, g.findings, g.first_seen, g.last_seen)
                        for g in sorted(self.groups.values(), key=lambda g: g.key))
         return tuple(b for _, b in self.bursts), groups
+
+
+def from_core(found: tuple[Any, ...], source: str | None) -> Bursts:
+    """The bursts of one source as the compiled core's tally counted them (`Stream.tally`): what
+    feeding these findings to `Bursts.add` gives (`core/src/tally.rs` is its twin)."""
+    range_part, count, ambiguous, started, kept, groups, starts, ends, open_ = found
+    b = Bursts(range_part)
+    b.count, b.ambiguous, b._started = count, ambiguous, (started[0], started[1])
+    b.bursts = [(key, _burst(fields)) for key, fields in kept]
+    for key, fields, bursts, findings, first_seen, last_seen in groups:
+        first = _burst(fields)
+        gkey = (first.severe, first.lead.code, first.lead.api, first.lead.rule, first.node)
+        b.groups[gkey] = _GroupAgg(key, first, bursts, findings, first_seen, last_seen)
+    b._thread_start = dict(starts)
+    b.first_ends = dict(ends)
+    b.open = {thread: _open_burst(fields) for thread, fields in open_}
+    b._source = source  # the source its findings came from (None: none came)
+    return b
+
+
+def _links(prints: list[str], req_ids: list[str], peers: list[tuple[str | None, str | None]],
+           by_code: list[tuple[tuple[str, str | None], int]]) -> BurstLinks:
+    links = BurstLinks()
+    links.prints = dict.fromkeys(prints)
+    links.req_ids = dict.fromkeys(req_ids)
+    links.peers = dict.fromkeys(peers)
+    links.by_code.update(dict(by_code))
+    return links
+
+
+def _burst(fields: tuple[Any, ...]) -> Burst:
+    (source, node, kind, pid, first_line, last_line, first_seen, last_seen, findings, severe, lead, echoes, causes,
+     also, links, repeats) = fields
+    return Burst(source=source, node=node, kind=kind, pid=pid, first_line=first_line, last_line=last_line,
+                 first_seen=first_seen, last_seen=last_seen, findings=findings, severe=severe, lead=BurstLead(*lead),
+                 echoes=echoes, repeats=repeats, causes=tuple(Cause(*c) for c in causes),
+                 also=tuple(AlsoCode(*a) for a in also), **_links(*links).fields())
+
+
+def _open_burst(fields: tuple[Any, ...]) -> _OpenBurst:
+    b = _OpenBurst.__new__(_OpenBurst)
+    (b.first, b.last_line, b.last_seconds, b.lead, b.count, b.echoes, b.repeats, others, b.min_stamp, b.max_stamp,
+     b.severe_specific, b.severe_any, b.lead_is_specific, links) = fields
+    b.others = {tuple(k): f for k, f in others}
+    b.links = _links(*links)
+    return b
 
 
 def shift_burst(b: Burst, lines: int) -> Burst:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.records import Finding, report_key
 from ..detect.fingerprint import message_template
@@ -76,6 +77,16 @@ class FleetTally:
         if f.node:
             b.nodes.add(f.node)
             p.nodes.add(f.node)
+
+    @classmethod
+    def from_core(cls, bundles: list[Any], prints: list[Any]) -> FleetTally:
+        """A source's per-bundle counts and fingerprints as the compiled core's tally counted them."""
+        fleet = cls()
+        for key, findings, bad, first, last, nodes, seen in bundles:
+            fleet.bundles[key] = _Bundle(findings, bad, first, last, set(nodes), set(seen))
+        for key, example, findings, first, last, where, nodes in prints:
+            fleet.prints[key] = _Print(example, findings, first, last, set(where), set(nodes))
+        return fleet
 
     def update(self, other: FleetTally) -> None:
         """Add the tally of other (disjoint) findings."""

@@ -18,10 +18,11 @@ from bisect import insort
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.records import Finding, FindingKey, report_key, shifted
 from .bursts import Bursts
+from .bursts import from_core as bursts_from_core
 from .fleet import FleetTally
 from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 
@@ -224,6 +225,36 @@ class Tally:
         fold.add(f)
         self.fleet.add(f)
         self.bursts.add(f)
+
+    @classmethod
+    def from_core(cls, found: tuple[Any, ...]) -> Tally:
+        """The tally of one source as the compiled core counted it (`ddtriage_core.Stream.tally`,
+        `core/src/tally.rs`): what feeding its findings to `add` gives (a whole source's bursts
+        closed, a byte range's left open for `extend`)."""
+        (source, count, unrecoverable, unknown, whole, at, guessed, codes, actions, nodes, folds, bundles, prints,
+         sure, bursts) = found
+        tally = cls()
+        tally.bursts = bursts_from_core(bursts, source)
+        tally.count, tally.unrecoverable, tally.unknown, tally.whole, tally.guessed = (
+            count, unrecoverable, unknown, whole, guessed)
+        if source is None:
+            return tally
+        tally.sources, tally._source, tally._at = {source}, source, (at[0], at[1])
+
+        def one() -> _Names:
+            names = _Names()
+            names.add(source)
+            return names
+        for key, (first, action, recoverable, n, first_seen, last_seen) in codes:
+            tally.codes[key] = _CodeAgg(first, action, recoverable, n, first_seen, last_seen, one())
+        tally.actions = Counter(dict(actions))
+        for name, findings, bad, kinds in nodes:
+            tally.nodes[name] = _NodeAgg(findings, bad, Counter(dict(kinds)), one())
+        for key, first, last, n, first_seen, last_seen in folds:
+            tally.folds[key] = _FoldAgg(first, last, n, first_seen, last_seen)
+        tally.fleet = FleetTally.from_core(bundles, prints)
+        tally.sure = {node: (key, stamp) for node, (key, stamp) in sure}
+        return tally
 
     def leave_out(self, source: str) -> None:
         """Count no finding of `source` (its years are still to be settled): the tally is then of

@@ -28,7 +28,7 @@ from ..core import observations
 from ..core.observations import Observed, RelatedKey
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, report_key
-from ..detect.engine import Engine
+from ..detect.engine import Counted, Engine
 from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
@@ -243,21 +243,21 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     sink = _Batched(writer, tally, leave_guessed=unit.end is None)
     if unit.end is None:
         for source in unit.sources:
-            engine.scan_source(source, stats, sink.add)
+            engine.scan_source(source, stats, sink.add, counted=sink)
         sink.finish()
-        tally.bursts.close_all()  # what goes back to this process is closed bursts only
+        sink.tally.bursts.close_all()  # what goes back to this process is closed bursts only
         if cut is not None:
-            cut.apply(tally, stats.observed)
-        return writer.finish(), stats, tally
+            cut.apply(sink.tally, stats.observed)
+        return writer.finish(), stats, sink.tally
     src = unit.source
     assert src.path is not None  # plan_units cuts files only
     with open(src.path, "rb") as handle:
         try:
-            scan_range(engine, src, handle, unit.start, unit.end, stats, sink.add)
+            scan_range(engine, src, handle, unit.start, unit.end, stats, sink.add, counted=sink)
         finally:
             sink.flush()
     stats.files = 0  # merge counts the file once
-    return writer.finish(), stats, tally
+    return writer.finish(), stats, sink.tally
 
 
 class _Batched:
@@ -284,6 +284,31 @@ class _Batched:
         self.batch.append(f)
         if len(self.batch) >= self.SIZE:
             self.flush()
+
+    @property
+    def range_part(self) -> bool:
+        """Whether the unit is a byte range (its tally leaves its threads' first bursts open)."""
+        return self.tally.bursts.range_part
+
+    def keep(self, f: Finding) -> None:
+        """A finding the engine in the core tallies itself: to the runs only, in order."""
+        if self.batch:
+            self.flush()
+        self.writer.add(f)
+
+    def tallied(self, found: tuple[object, ...]) -> None:
+        """The tally of one stream the engine in the core read (`Tally.from_core`): a byte range's is
+        the unit's; a whole source's joins the unit's, or is left out where a year was guessed."""
+        part = Tally.from_core(found)
+        if part.bursts.range_part:
+            assert not self.tally.count, "a byte range is one stream"
+            self.tally = part
+        elif part.count:
+            source = next(iter(part.sources))
+            if self.leave_guessed and part.guessed:
+                self.tally.leave_out(source)
+            else:
+                self.tally.merge(part)
 
     def flush(self) -> None:
         batch, self.batch = self.batch, []
@@ -322,7 +347,7 @@ class _Batched:
 
 
 def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: int, stats: InputStats,
-               sink: Callable[[Finding], None]) -> None:
+               sink: Callable[[Finding], None], counted: Counted | None = None) -> None:
     """Scan the line-aligned byte range [start, end) of an open plain file as a sequential scan
     would see it: its envelope told from the file's head, its first lines looking back at the
     text before `start`. Line numbers are local (1 = the range's first line). Also what
@@ -336,7 +361,8 @@ def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: i
         history = history[history.find(b"\n") + 1:]
     hint = year_hint(src.name, src.mtime, engine.year)
     bounded = cast(BinaryIO, _Bounded(handle, end - start))  # the scanner only calls read()
-    engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=sink, head=head)
+    engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=sink, head=head,
+                     counted=counted)
 
 
 def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,

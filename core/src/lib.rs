@@ -39,6 +39,7 @@ mod native;
 mod nodefacts;
 mod prefilter;
 mod stamps;
+mod tally;
 use facts::{Answer, FactTable, PidHeader, ProofTable, without_cr};
 use nodefacts::NodeAgg;
 use prefilter::{Core, Line};

@@ -20,6 +20,7 @@ use crate::detect::{
 };
 use crate::fingerprint::{Masks, fingerprint};
 use crate::headers::{Grammar, GrammarSpec, Header, YearHint};
+use crate::tally::{self, Kept, View};
 use crate::{Codes, Facts, Families, NodeFactsOut, guarded, install_hook, taken_facts};
 
 type FamilyRow = (String, String, Vec<(String, String)>, Vec<(String, String)>);
@@ -287,6 +288,100 @@ pub struct Stream {
     calls: Callbacks,
     shared: Shared,
     rules: HashMap<String, Py<PyAny>>, // rule id -> its text, once
+    node: Option<String>,
+    tally: Option<tally::Tally<Obj>>, // the stream's findings counted here (`Tally.from_core`)
+}
+
+/// A finding as the tally keeps it: the Python `Finding` itself.
+type Obj = Arc<Py<PyAny>>;
+
+/// A finding Python read (a declined line's), its fields owned, for the tally.
+struct Owned {
+    s: [Option<String>; 33],
+    line: i64,
+    recoverable: Option<bool>,
+    flags: [bool; 3], // year_guessed, generic, in_cluster_results (unused)
+    causes: Vec<(i64, String, String, String)>,
+    link: Vec<(String, String)>,
+}
+
+impl Owned {
+    fn of(f: &Bound<'_, PyAny>) -> PyResult<Owned> {
+        let t = f.cast::<PyTuple>()?;
+        let mut s: [Option<String>; 33] = std::array::from_fn(|_| None);
+        for i in [0, 2, 3, 4, 5, 6, 9, 10, 11, 13, 14, 18, 19, 23, 24, 25, 26, 27] {
+            s[i] = t.get_item(i)?.extract()?;
+        }
+        Ok(Owned {
+            s,
+            line: t.get_item(1)?.extract()?,
+            recoverable: t.get_item(8)?.extract()?,
+            flags: [t.get_item(21)?.extract()?, t.get_item(17)?.extract()?, false],
+            causes: t.get_item(22)?.extract()?,
+            link: t.get_item(32)?.extract()?,
+        })
+    }
+
+    fn view(&self) -> View<'_> {
+        let s = |i: usize| self.s[i].as_deref();
+        View {
+            source: s(0).unwrap_or(""),
+            line: self.line,
+            code: s(3).unwrap_or(""),
+            name: s(4),
+            api: s(5),
+            api_evidence: s(6),
+            rule: s(9).unwrap_or(""),
+            action: s(10).unwrap_or(""),
+            recoverable: self.recoverable,
+            timestamp: s(2),
+            time_hint: s(23),
+            year_guessed: self.flags[0],
+            node: s(18),
+            kind: s(19).unwrap_or(""),
+            pid: s(13),
+            tid: s(14),
+            pod: s(26),
+            container: s(27),
+            fingerprint: s(24).unwrap_or(""),
+            bundle: s(25),
+            generic: self.flags[1],
+            text: s(11).unwrap_or(""),
+            causes: &self.causes,
+            link: &self.link,
+        }
+    }
+}
+
+/// The tally's view of a finding the core built.
+fn view_of<'a>(f: &'a FindingRec, cfg: &'a StreamCfg, node: &'a Option<String>) -> View<'a> {
+    let r = &f.rule;
+    View {
+        source: &cfg.name,
+        line: f.line,
+        code: &f.code,
+        name: r.name.as_deref(),
+        api: f.api.as_deref(),
+        api_evidence: f.api_evidence,
+        rule: &r.rule,
+        action: &r.action,
+        recoverable: r.recoverable,
+        timestamp: f.timestamp.as_deref(),
+        time_hint: f.time_hint.as_deref(),
+        year_guessed: f.year_guessed,
+        node: node.as_deref(),
+        kind: &cfg.layout.kind,
+        pid: f.pid.as_deref(),
+        tid: f.tid.as_deref(),
+        pod: cfg.layout.pod.as_deref(),
+        container: cfg.layout.container.as_deref(),
+        fingerprint: &f.fingerprint,
+        bundle: cfg.bundle.as_deref(),
+        generic: r.generic,
+        text: &f.text,
+        causes: &f.causes,
+        link: &f.link,
+    }
 }
 
 fn opt<'py>(py: Python<'py>, s: &Option<String>) -> Bound<'py, PyAny> {
@@ -479,7 +574,7 @@ impl<'py> Host for PyHost<'_, 'py> {
 }
 
 impl Stream {
-    fn finding<'py>(&mut self, py: Python<'py>, f: FindingRec) -> PyResult<Bound<'py, PyAny>> {
+    fn finding<'py>(&mut self, py: Python<'py>, f: &FindingRec) -> PyResult<Bound<'py, PyAny>> {
         let s = &self.shared;
         let rule = match self.rules.get(&f.rule.rule) {
             Some(r) => r.clone_ref(py),
@@ -492,15 +587,15 @@ impl Stream {
         let causes = PyTuple::new(
             py,
             f.causes
-                .into_iter()
-                .map(|(n, family, code, meaning)| (n, family, code, meaning).into_pyobject(py))
+                .iter()
+                .map(|(n, family, code, meaning)| (*n, family, code, meaning).into_pyobject(py))
                 .collect::<PyResult<Vec<_>>>()?,
         )?;
         let link = PyTuple::new(
             py,
             f.link
-                .into_iter()
-                .map(|(k, v)| (PyString::intern(py, &k), v).into_pyobject(py))
+                .iter()
+                .map(|(k, v)| (PyString::intern(py, k), v).into_pyobject(py))
                 .collect::<PyResult<Vec<_>>>()?,
         )?;
         let r = &f.rule;
@@ -554,7 +649,8 @@ impl Stream {
 #[pymethods]
 impl Stream {
     #[new]
-    #[pyo3(signature = (detector, name, layout, bundle, default_node, year, year_guessed, max_related, callbacks, finding))]
+    #[pyo3(signature = (detector, name, layout, bundle, default_node, year, year_guessed, max_related, callbacks, finding,
+                        tally = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -568,6 +664,7 @@ impl Stream {
         max_related: i64,
         callbacks: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
         finding: Py<PyAny>,
+        tally: Option<bool>,
     ) -> PyResult<Self> {
         let (node, kind, device, pid, anchored, pod, container) = layout;
         let cfg = StreamCfg {
@@ -589,6 +686,7 @@ impl Stream {
         };
         let tables = detector.tables.clone();
         let state = State::new(&tables, &cfg);
+        let cfg_node = cfg.node();
         let (rule, find_proof, note_proof, decline) = callbacks;
         let make = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
         let shared = Shared {
@@ -614,6 +712,8 @@ impl Stream {
             },
             shared,
             rules: HashMap::new(),
+            node: cfg_node,
+            tally: tally.map(tally::Tally::new),
         })
     }
 
@@ -645,15 +745,39 @@ impl Stream {
         let out = PyList::empty(py);
         for item in items {
             match item {
-                Item::Found(f) => out.append(self.finding(py, *f)?)?,
+                Item::Found(f) => {
+                    let obj = self.finding(py, &f)?;
+                    if let Some(t) = self.tally.as_mut() {
+                        t.add(&view_of(&f, &self.cfg, &self.node), &Arc::new(obj.clone().unbind()));
+                    }
+                    out.append(obj)?;
+                }
                 Item::Python(found) => {
                     for f in found.try_iter()? {
-                        out.append(f?)?;
+                        let f = f?;
+                        if let Some(t) = self.tally.as_mut() {
+                            t.add(&Owned::of(&f)?.view(), &Arc::new(f.clone().unbind()));
+                        }
+                        out.append(f)?;
                     }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// The stream's tally (None without one, or when not `wanted`: it is dropped): its bursts
+    /// closed first where it counts a whole source; as `diagnose.tally.Tally.from_core` reads it.
+    /// The next call has none.
+    #[pyo3(signature = (wanted = true))]
+    fn tally<'py>(&mut self, py: Python<'py>, wanted: bool) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let Some(mut t) = self.tally.take().filter(|_| wanted) else {
+            return Ok(None);
+        };
+        if !t.bursts.range_part {
+            t.close();
+        }
+        export_tally(py, t).map(Some)
     }
 
     /// The stream's state as `_StreamState.from_core` reads it.
@@ -707,4 +831,238 @@ impl Stream {
             .collect();
         (facts, related, std::mem::take(&mut self.state.related_dropped))
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tally as `Tally.from_core` reads it.
+
+fn obj<'py>(py: Python<'py>, o: &Obj) -> Bound<'py, PyAny> {
+    o.as_ref().clone_ref(py).into_bound(py)
+}
+
+fn key_py<'py>(py: Python<'py>, k: &tally::Key) -> PyResult<Bound<'py, PyTuple>> {
+    (k.0.as_str(), k.1, k.2.as_str()).into_pyobject(py)
+}
+
+fn burst_key_py<'py>(py: Python<'py>, k: &tally::BurstKey) -> PyResult<Bound<'py, PyTuple>> {
+    (k.0, k.1, k.2.as_str(), k.3.as_str(), k.4, key_py(py, &k.5)?, k.6).into_pyobject(py)
+}
+
+fn thread_py<'py>(py: Python<'py>, t: &tally::Thread) -> PyResult<Bound<'py, PyTuple>> {
+    (t.0.as_str(), t.1.as_deref(), t.2.as_deref()).into_pyobject(py)
+}
+
+/// (line, timestamp, inferred time, code, name, api, evidence, recoverable, rule, action, text).
+fn lead_py<'py>(py: Python<'py>, k: &Kept<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    (
+        k.line,
+        k.timestamp.as_deref(),
+        k.time_hint.as_deref(),
+        k.code.as_str(),
+        k.name.as_deref(),
+        k.api.as_deref(),
+        k.api_evidence.as_deref(),
+        k.recoverable,
+        k.rule.as_str(),
+        k.action.as_str(),
+        k.text.as_str(),
+    )
+        .into_pyobject(py)
+}
+
+fn links_py<'py>(py: Python<'py>, l: &tally::Links) -> PyResult<Bound<'py, PyTuple>> {
+    let by_code: Vec<((&str, Option<&str>), u64)> = l
+        .by_code
+        .iter()
+        .map(|((name, api), n)| ((name.as_str(), api.as_deref()), *n))
+        .collect();
+    (l.prints.clone(), l.req_ids.clone(), l.peers.clone(), by_code).into_pyobject(py)
+}
+
+/// The fields of a `Burst`: (source, node, kind, pid, first line, last line, first seen, last
+/// seen, findings, severe, lead, echoes, causes, also, links, repeats).
+fn burst_py<'py>(py: Python<'py>, b: &tally::Burst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let lead = &b.lead;
+    type Also<'a> = (&'a str, Option<&'a str>, Option<&'a str>, i64, &'a str, Option<bool>);
+    let also: Vec<Also> = b
+        .also
+        .iter()
+        .map(|a| {
+            (
+                a.code.as_str(),
+                a.name.as_deref(),
+                a.api.as_deref(),
+                a.line,
+                a.action.as_str(),
+                a.recoverable,
+            )
+        })
+        .collect();
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        lead.source.as_str().into_pyobject(py)?.into_any(),
+        lead.node.as_deref().into_pyobject(py)?.into_any(),
+        lead.kind.as_str().into_pyobject(py)?.into_any(),
+        lead.pid.as_deref().into_pyobject(py)?.into_any(),
+        b.first_line.into_pyobject(py)?.into_any(),
+        b.last_line.into_pyobject(py)?.into_any(),
+        b.first_seen.as_deref().into_pyobject(py)?.into_any(),
+        b.last_seen.as_deref().into_pyobject(py)?.into_any(),
+        b.findings.into_pyobject(py)?.into_any(),
+        PyBool::new(py, b.severe).to_owned().into_any(),
+        lead_py(py, lead)?.into_any(),
+        b.echoes.into_pyobject(py)?.into_any(),
+        lead.causes.clone().into_pyobject(py)?.into_any(),
+        also.into_pyobject(py)?.into_any(),
+        links_py(py, &b.links)?.into_any(),
+        b.repeats.into_pyobject(py)?.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+fn open_py<'py>(py: Python<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let others = PyList::empty(py);
+    for ((code, api, action), k) in &b.others {
+        others.append(((code.as_str(), api.as_str(), action.as_str()), obj(py, &k.obj)))?;
+    }
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        obj(py, &b.first.obj),
+        b.last_line.into_pyobject(py)?.into_any(),
+        b.last_seconds.into_pyobject(py)?.into_any(),
+        obj(py, &b.lead.obj),
+        b.count.into_pyobject(py)?.into_any(),
+        b.echoes.into_pyobject(py)?.into_any(),
+        b.repeats.into_pyobject(py)?.into_any(),
+        others.into_any(),
+        b.min_stamp.as_deref().into_pyobject(py)?.into_any(),
+        b.max_stamp.as_deref().into_pyobject(py)?.into_any(),
+        PyBool::new(py, b.severe_specific).to_owned().into_any(),
+        PyBool::new(py, b.severe_any).to_owned().into_any(),
+        PyBool::new(py, b.lead_is_specific).to_owned().into_any(),
+        links_py(py, &b.links)?.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+/// (source, count, unrecoverable, unknown, whole, (line, code) last counted, guessed, codes,
+/// actions, nodes, folds, bundles, prints, sure, bursts): see `Tally.from_core`.
+fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let codes = PyList::empty(py);
+    for ((code, name, api, rule), a) in &t.codes {
+        codes.append((
+            (code.as_str(), name.as_str(), api.as_str(), rule.as_str()),
+            (
+                key_py(py, &a.first)?,
+                a.action.as_str(),
+                a.recoverable,
+                a.count,
+                a.first_seen.as_deref(),
+                a.last_seen.as_deref(),
+            ),
+        ))?;
+    }
+    let nodes = PyList::empty(py);
+    for (name, n) in &t.nodes {
+        nodes.append((name.as_str(), n.findings, n.unrecoverable, n.kinds.clone()))?;
+    }
+    let folds = PyList::empty(py);
+    for ((print, node), f) in &t.folds {
+        folds.append((
+            (print.as_str(), node.as_deref()),
+            obj(py, &f.first),
+            obj(py, &f.last),
+            f.count,
+            f.first_seen.as_deref(),
+            f.last_seen.as_deref(),
+        ))?;
+    }
+    let bundles = PyList::empty(py);
+    for (key, b) in &t.bundles {
+        bundles.append((
+            key.as_deref(),
+            b.findings,
+            b.unrecoverable,
+            b.first.as_deref(),
+            b.last.as_deref(),
+            b.nodes.clone(),
+            b.prints.clone(),
+        ))?;
+    }
+    let prints = PyList::empty(py);
+    for (key, p) in &t.prints {
+        prints.append((
+            key.as_str(),
+            obj(py, &p.example),
+            p.findings,
+            p.first.as_deref(),
+            p.last.as_deref(),
+            p.bundles.clone(),
+            p.nodes.clone(),
+        ))?;
+    }
+    let sure = PyList::empty(py);
+    for (node, (key, stamp)) in &t.sure {
+        sure.append((node.as_deref(), (key_py(py, key)?, stamp.as_str())))?;
+    }
+    let b = &t.bursts;
+    let kept = PyList::empty(py);
+    for (key, burst) in &b.bursts {
+        kept.append((burst_key_py(py, key)?, burst_py(py, burst)?))?;
+    }
+    let groups = PyList::empty(py);
+    for (_, g) in &b.groups {
+        groups.append((
+            burst_key_py(py, &g.key)?,
+            burst_py(py, &g.first)?,
+            g.bursts,
+            g.findings,
+            g.first_seen.as_deref(),
+            g.last_seen.as_deref(),
+        ))?;
+    }
+    let starts = PyList::empty(py);
+    for (thread, (key, n)) in &b.thread_start {
+        starts.append((thread_py(py, thread)?, (key_py(py, key)?, *n)))?;
+    }
+    let ends = PyList::empty(py);
+    for (thread, end) in &b.first_ends {
+        ends.append((thread_py(py, thread)?, *end))?;
+    }
+    let open = PyList::empty(py);
+    for (thread, o) in &b.open {
+        open.append((thread_py(py, thread)?, open_py(py, o)?))?;
+    }
+    let started: Bound<'py, PyAny> = match &b.started.1 {
+        Some(thread) => (b.started.0, thread_py(py, thread)?).into_pyobject(py)?.into_any(),
+        None => (b.started.0, py.None()).into_pyobject(py)?.into_any(),
+    };
+    let bursts = (
+        b.range_part,
+        b.count,
+        b.ambiguous,
+        started,
+        kept,
+        groups,
+        starts,
+        ends,
+        open,
+    )
+        .into_pyobject(py)?;
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        t.source.as_deref().into_pyobject(py)?.into_any(),
+        t.count.into_pyobject(py)?.into_any(),
+        t.unrecoverable.into_pyobject(py)?.into_any(),
+        t.unknown.into_pyobject(py)?.into_any(),
+        PyBool::new(py, t.whole).to_owned().into_any(),
+        (t.at.0, t.at.1.as_str()).into_pyobject(py)?.into_any(),
+        t.guessed.into_pyobject(py)?.into_any(),
+        codes.into_any(),
+        t.actions.clone().into_pyobject(py)?.into_any(),
+        nodes.into_any(),
+        folds.into_any(),
+        bundles.into_any(),
+        prints.into_any(),
+        sure.into_any(),
+        bursts.into_any(),
+    ];
+    PyTuple::new(py, items)
 }

@@ -35,6 +35,10 @@ def test_every_corpus_gives_the_same_report(corpus: str, monkeypatch: pytest.Mon
     python = _report([str(path)], "python", monkeypatch)
     assert python == _report([str(path)], "rust", monkeypatch)
     assert '"findings"' in python
+    from analyzer.detect import engine
+
+    monkeypatch.setattr(engine, "CORE_TALLY_MIN", 0)  # every plain stream tallied by the core's engine
+    assert python == _report([str(path)], "rust", monkeypatch)
 
 
 def test_fact_only_lines_answered_by_the_core_are_noted_as_python_notes_them(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,757 @@
+//! The tally of one source's findings in the core (issue #17): `diagnose.tally.Tally.add` with its
+//! `Bursts`, `_OpenBurst`, `BurstLinks` and `FleetTally`, whose Python code is the reference. A
+//! stream's engine feeds it each finding in report order (its own and those Python read); at the
+//! stream's end it becomes a Python `Tally` (`Tally.from_core`), which `merge` and `extend` combine
+//! with the unit's, so no finding of a storm is counted one by one in Python.
+//!
+//! Everything here is of one source: a row's sources are that one name. `O` is the handle of the
+//! finding itself (the Python `Finding`), kept where the tally keeps a whole finding (a fold's first
+//! and last, a fingerprint's example, an open burst's first, lead and others).
+
+use std::collections::HashMap;
+
+use crate::stamps::parse_ts;
+
+pub const BURST_LINES: i64 = 50; // bursts.BURST_LINES
+const BURST_SECONDS: f64 = 2.0; // bursts.BURST_SECONDS
+pub const MAX_BURSTS: usize = 1000; // summary.MAX_BURSTS
+const MAX_BURST_IDS: usize = 64; // incidents.MAX_BURST_IDS
+const EPOCH_MICROS: i64 = 719_162 * 86_400_000_000; // 1970-01-01 on `parse_ts`'s scale
+
+/// A finding as the tally reads it.
+pub struct View<'a> {
+    pub source: &'a str,
+    pub line: i64,
+    pub code: &'a str,
+    pub name: Option<&'a str>,
+    pub api: Option<&'a str>,
+    pub api_evidence: Option<&'a str>,
+    pub rule: &'a str,
+    pub action: &'a str,
+    pub recoverable: Option<bool>,
+    pub timestamp: Option<&'a str>,
+    pub time_hint: Option<&'a str>,
+    pub year_guessed: bool,
+    pub node: Option<&'a str>,
+    pub kind: &'a str,
+    pub pid: Option<&'a str>,
+    pub tid: Option<&'a str>,
+    pub pod: Option<&'a str>,
+    pub container: Option<&'a str>,
+    pub fingerprint: &'a str,
+    pub bundle: Option<&'a str>,
+    pub generic: bool,
+    pub text: &'a str,
+    pub causes: &'a [(i64, String, String, String)],
+    pub link: &'a [(String, String)],
+}
+
+fn own(s: Option<&str>) -> Option<String> {
+    s.map(str::to_string)
+}
+
+fn nonempty(s: Option<&str>) -> Option<&str> {
+    s.filter(|v| !v.is_empty())
+}
+
+/// `times.seconds`: a naive stamp as float seconds since the epoch, as CPython computes it.
+pub fn seconds(ts: Option<&str>) -> Option<f64> {
+    let micros = parse_ts(ts?)? - EPOCH_MICROS;
+    Some(micros as f64 / 1e6)
+}
+
+/// (source, line, code): `records.report_key`.
+pub type Key = (String, i64, String);
+
+fn key_of(f: &View) -> Key {
+    (f.source.to_string(), f.line, f.code.to_string())
+}
+
+/// What a burst keeps of one of its findings: the finding, and what `Burst` names of it.
+#[derive(Clone)]
+pub struct Kept<O> {
+    pub obj: O,
+    pub line: i64,
+    pub timestamp: Option<String>,
+    pub time_hint: Option<String>,
+    pub code: String,
+    pub name: Option<String>,
+    pub api: Option<String>,
+    pub api_evidence: Option<String>,
+    pub recoverable: Option<bool>,
+    pub rule: String,
+    pub action: String,
+    pub text: String,
+    pub generic: bool,
+    pub source: String,
+    pub node: Option<String>,
+    pub kind: String,
+    pub pid: Option<String>,
+    pub causes: Vec<(i64, String, String, String)>,
+}
+
+impl<O: Clone> Kept<O> {
+    fn of(f: &View, obj: &O) -> Kept<O> {
+        Kept {
+            obj: obj.clone(),
+            line: f.line,
+            timestamp: own(f.timestamp),
+            time_hint: own(f.time_hint),
+            code: f.code.to_string(),
+            name: own(f.name),
+            api: own(f.api),
+            api_evidence: own(f.api_evidence),
+            recoverable: f.recoverable,
+            rule: f.rule.to_string(),
+            action: f.action.to_string(),
+            text: f.text.to_string(),
+            generic: f.generic,
+            source: f.source.to_string(),
+            node: own(f.node),
+            kind: f.kind.to_string(),
+            pid: own(f.pid),
+            causes: f.causes.iter().take(5).cloned().collect(),
+        }
+    }
+}
+
+/// `BurstLinks`: what incidents need of a burst.
+#[derive(Clone, Default)]
+pub struct Links {
+    pub prints: Vec<String>,
+    pub req_ids: Vec<String>,
+    pub peers: Vec<(Option<String>, Option<String>)>,
+    pub by_code: Vec<((String, Option<String>), u64)>,
+}
+
+impl Links {
+    fn add(&mut self, f: &View) {
+        let key = (f.name.unwrap_or(f.code).to_string(), own(f.api));
+        match self.by_code.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 += 1,
+            None => self.by_code.push((key, 1)),
+        }
+        if !f.fingerprint.is_empty()
+            && self.prints.len() < MAX_BURST_IDS
+            && !self.prints.iter().any(|p| p == f.fingerprint)
+        {
+            self.prints.push(f.fingerprint.to_string());
+        }
+        if !f.link.is_empty() {
+            // `dict(f.link)`: the last value of a kind
+            let get = |kind: &str| f.link.iter().rev().find(|(k, _)| k == kind).map(|(_, v)| v.clone());
+            if let Some(req) = get("req_id")
+                && self.req_ids.len() < MAX_BURST_IDS
+                && !self.req_ids.contains(&req)
+            {
+                self.req_ids.push(req);
+            }
+            let (cluster, addr) = (get("remote_cluster"), get("remote_addr"));
+            if (cluster.is_some() || addr.is_some()) && self.peers.len() < MAX_BURST_IDS {
+                let peer = (cluster, addr);
+                if !self.peers.contains(&peer) {
+                    self.peers.push(peer);
+                }
+            }
+        }
+    }
+}
+
+/// (code, API or "", action): one "also" code of a burst.
+pub type AlsoKey = (String, String, String);
+/// (fingerprint, node): one folded row.
+pub type FoldKey = (String, Option<String>);
+
+/// `_OpenBurst`: a burst being built.
+#[derive(Clone)]
+pub struct OpenBurst<O> {
+    pub first: Kept<O>,
+    pub last_line: i64,
+    pub last_seconds: Option<f64>,
+    pub lead: Kept<O>,
+    pub lead_is_first: bool,
+    pub count: u64,
+    pub echoes: u64,
+    pub repeats: u64,
+    pub others: Vec<(AlsoKey, Kept<O>)>, // (code, api or "", action) -> first such finding
+    pub min_stamp: Option<String>,
+    pub max_stamp: Option<String>,
+    pub severe_specific: bool,
+    pub severe_any: bool,
+    pub lead_is_specific: bool,
+    pub links: Links,
+}
+
+impl<O: Clone> OpenBurst<O> {
+    fn new(f: &View, obj: &O, when: Option<f64>) -> OpenBurst<O> {
+        let first = Kept::of(f, obj);
+        let mut b = OpenBurst {
+            lead: first.clone(),
+            first,
+            lead_is_first: true,
+            last_line: f.line,
+            last_seconds: when,
+            lead_is_specific: !f.generic,
+            count: 0,
+            echoes: 0,
+            repeats: 0,
+            others: Vec::new(),
+            min_stamp: None,
+            max_stamp: None,
+            severe_specific: false,
+            severe_any: false,
+            links: Links::default(),
+        };
+        b.add(f, obj, when, true);
+        b
+    }
+
+    /// `_OpenBurst.add`; `is_first`: `f` is the burst's first finding (`f is self.lead`).
+    fn add(&mut self, f: &View, obj: &O, when: Option<f64>, is_first: bool) {
+        self.count += 1;
+        self.last_line = f.line;
+        self.last_seconds = when;
+        self.links.add(f);
+        let bad = f.recoverable != Some(true);
+        self.severe_any |= bad;
+        // `f is self.lead`: the lead is this very finding only while it is the first one
+        let is_lead = is_first && self.lead_is_first;
+        if f.generic {
+            if !is_lead {
+                self.echoes += 1;
+            }
+        } else {
+            self.severe_specific |= bad;
+            if !self.lead_is_specific {
+                // the first specific code becomes the lead
+                if !is_lead && self.lead.generic {
+                    self.echoes += 1; // the generic first finding is now an echo
+                }
+                self.lead = Kept::of(f, obj);
+                self.lead_is_first = is_first;
+                self.lead_is_specific = true;
+            } else if !is_lead {
+                let lead = &self.lead;
+                if (f.code, f.api, f.rule) == (lead.code.as_str(), lead.api.as_deref(), lead.rule.as_str()) {
+                    self.repeats += 1;
+                } else {
+                    let key = (
+                        f.code.to_string(),
+                        f.api.unwrap_or("").to_string(),
+                        f.action.to_string(),
+                    );
+                    if !self.others.iter().any(|(k, _)| *k == key) {
+                        self.others.push((key, Kept::of(f, obj)));
+                    }
+                }
+            }
+        }
+        // a traceback's last line has no stamp of its own: it takes its record's time
+        if let Some(stamp) = nonempty(f.timestamp).or(nonempty(f.time_hint)) {
+            if self.min_stamp.as_deref().is_none_or(|m| stamp < m) {
+                self.min_stamp = Some(stamp.to_string());
+            }
+            if self.max_stamp.as_deref().is_none_or(|m| stamp > m) {
+                self.max_stamp = Some(stamp.to_string());
+            }
+        }
+    }
+
+    fn close(&self) -> Burst<O> {
+        let mut others: Vec<&(AlsoKey, Kept<O>)> = self.others.iter().collect();
+        others.sort_by(|a, b| a.0.cmp(&b.0));
+        Burst {
+            lead: self.lead.clone(),
+            first_line: self.first.line,
+            last_line: self.last_line,
+            first_seen: self.min_stamp.clone(),
+            last_seen: self.max_stamp.clone(),
+            findings: self.count,
+            severe: if self.lead_is_specific {
+                self.severe_specific
+            } else {
+                self.severe_any
+            },
+            echoes: self.echoes,
+            repeats: self.repeats,
+            also: others.into_iter().map(|(_, k)| k.clone()).collect(),
+            links: self.links.clone(),
+        }
+    }
+}
+
+/// A closed burst (`summary.Burst`, before Python builds it).
+#[derive(Clone)]
+pub struct Burst<O> {
+    pub lead: Kept<O>,
+    pub first_line: i64,
+    pub last_line: i64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+    pub findings: u64,
+    pub severe: bool,
+    pub echoes: u64,
+    pub repeats: u64,
+    pub also: Vec<Kept<O>>,
+    pub links: Links,
+}
+
+/// `BurstKey`: (not severe, untimed, first seen or "", source, first line, thread's first key, number).
+pub type BurstKey = (bool, bool, String, String, i64, Key, u64);
+/// `GroupKey`: (severe, lead code, API, rule, node).
+pub type GroupKey = (bool, String, Option<String>, String, Option<String>);
+/// `Thread`: (source, process, tid).
+pub type Thread = (String, Option<String>, Option<String>);
+
+pub struct Group<O> {
+    pub key: BurstKey,
+    pub first: Burst<O>,
+    pub bursts: u64,
+    pub findings: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+}
+
+fn burst_key<O>(b: &Burst<O>, first: &Key, n: u64, source: &str) -> BurstKey {
+    (
+        !b.severe,
+        b.first_seen.is_none(),
+        b.first_seen.clone().unwrap_or_default(),
+        source.to_string(),
+        b.first_line,
+        first.clone(),
+        n,
+    )
+}
+
+/// `Bursts` of one source.
+pub struct Bursts<O> {
+    pub open: Vec<(Thread, OpenBurst<O>)>,
+    pub bursts: Vec<(BurstKey, Burst<O>)>,
+    pub count: u64,
+    pub groups: Vec<(GroupKey, Group<O>)>,
+    pub thread_start: Vec<(Thread, (Key, u64))>,
+    pub range_part: bool,
+    pub first_ends: Vec<(Thread, Option<i64>)>,
+    pub ambiguous: bool,
+    pub started: (i64, Option<Thread>),
+}
+
+impl<O: Clone> Bursts<O> {
+    fn new(range_part: bool) -> Bursts<O> {
+        Bursts {
+            open: Vec::new(),
+            bursts: Vec::new(),
+            count: 0,
+            groups: Vec::new(),
+            thread_start: Vec::new(),
+            range_part,
+            first_ends: Vec::new(),
+            ambiguous: false,
+            started: (0, None),
+        }
+    }
+
+    fn add(&mut self, f: &View, obj: &O) {
+        // `records.process_key`
+        let process = if nonempty(f.pod).is_some() || nonempty(f.container).is_some() {
+            let show = |v: Option<&str>| v.map_or_else(|| "None".to_string(), str::to_string);
+            Some(format!("{}\x00{}\x00{}", show(f.pod), show(f.container), show(f.pid)))
+        } else {
+            own(f.pid)
+        };
+        let thread: Thread = (f.source.to_string(), process, own(f.tid));
+        let when = seconds(f.timestamp);
+        let mut at = self.open.iter().position(|(t, _)| *t == thread);
+        if let Some(i) = at {
+            let current = &self.open[i].1;
+            let gap_time =
+                matches!((current.last_seconds, when), (Some(t0), Some(t1)) if (t1 - t0).abs() > BURST_SECONDS);
+            if f.line - current.last_line > BURST_LINES || gap_time {
+                self.close(&thread, f.source);
+                at = None;
+            }
+        }
+        match at {
+            Some(i) => self.open[i].1.add(f, obj, when, false),
+            None => {
+                self.open.push((thread.clone(), OpenBurst::new(f, obj, when)));
+                let known = self.thread_start.iter().any(|(t, _)| *t == thread);
+                if !known {
+                    self.thread_start.push((thread.clone(), (key_of(f), 0)));
+                }
+                if self.range_part {
+                    if !known {
+                        self.first_ends.push((thread.clone(), None));
+                    }
+                    let (line, other) = &self.started;
+                    self.ambiguous |= *line == f.line && other.as_ref() != Some(&thread);
+                    self.started = (f.line, Some(thread));
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, thread: &Thread, source: &str) {
+        let i = self.open.iter().position(|(t, _)| t == thread).expect("an open burst");
+        let (_, b) = self.open.remove(i);
+        let s = self
+            .thread_start
+            .iter_mut()
+            .find(|(t, _)| t == thread)
+            .expect("a thread's start");
+        let (first, n) = s.1.clone();
+        s.1.1 = n + 1;
+        if self.range_part && n == 0 {
+            // may go on from the range before: `extend` feeds it again
+            let e = self
+                .first_ends
+                .iter_mut()
+                .find(|(t, _)| t == thread)
+                .expect("a first burst");
+            e.1 = Some(b.last_line);
+        } else {
+            let burst = b.close();
+            let key = burst_key(&burst, &first, n, source);
+            self.keep(key, burst);
+        }
+    }
+
+    fn keep(&mut self, key: BurstKey, burst: Burst<O>) {
+        self.count += 1;
+        let lead = &burst.lead;
+        let gkey: GroupKey = (
+            burst.severe,
+            lead.code.clone(),
+            lead.api.clone(),
+            lead.rule.clone(),
+            lead.node.clone(),
+        );
+        match self.groups.iter_mut().find(|(k, _)| *k == gkey) {
+            Some((_, g)) => {
+                if key < g.key {
+                    g.key = key.clone();
+                    g.first = burst.clone();
+                }
+                g.bursts += 1;
+                g.findings += burst.findings;
+                if let Some(t) = &burst.first_seen
+                    && g.first_seen.as_ref().is_none_or(|m| t < m)
+                {
+                    g.first_seen = Some(t.clone());
+                }
+                if let Some(t) = &burst.last_seen
+                    && g.last_seen.as_ref().is_none_or(|m| t > m)
+                {
+                    g.last_seen = Some(t.clone());
+                }
+            }
+            None => self.groups.push((
+                gkey,
+                Group {
+                    key: key.clone(),
+                    first: burst.clone(),
+                    bursts: 1,
+                    findings: burst.findings,
+                    first_seen: burst.first_seen.clone(),
+                    last_seen: burst.last_seen.clone(),
+                },
+            )),
+        }
+        self.bursts.push((key, burst));
+        if self.bursts.len() >= 2 * MAX_BURSTS {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        self.bursts.sort_by(|a, b| a.0.cmp(&b.0));
+        self.bursts.truncate(MAX_BURSTS);
+    }
+
+    /// `close_all`: every open burst closed (a whole source's end).
+    pub fn close_all(&mut self, source: &str) {
+        let threads: Vec<Thread> = self.open.iter().map(|(t, _)| t.clone()).collect();
+        for t in threads {
+            self.close(&t, source);
+        }
+        self.thread_start.clear();
+    }
+}
+
+/// `_CodeAgg` of one source.
+pub struct CodeAgg {
+    pub first: Key,
+    pub action: String,
+    pub recoverable: Option<bool>,
+    pub count: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+}
+
+/// `_NodeAgg` of one source.
+#[derive(Default)]
+pub struct NodeAgg {
+    pub findings: u64,
+    pub unrecoverable: u64,
+    pub kinds: Vec<(String, u64)>,
+}
+
+/// `_FoldAgg`: a (fingerprint, node)'s first and last finding, count and times.
+pub struct Fold<O> {
+    pub first: O,
+    pub last: O,
+    pub count: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+}
+
+/// `fleet._Bundle` of one source.
+pub struct Bundle {
+    pub findings: u64,
+    pub unrecoverable: u64,
+    pub first: Option<String>,
+    pub last: Option<String>,
+    pub nodes: Vec<String>,
+    pub prints: Vec<String>,
+}
+
+/// `fleet._Print`.
+pub struct Print<O> {
+    pub example: O,
+    pub findings: u64,
+    pub first: Option<String>,
+    pub last: Option<String>,
+    pub bundles: Vec<Option<String>>,
+    pub nodes: Vec<String>,
+}
+
+fn earlier(a: &mut Option<String>, b: Option<&str>) {
+    if let Some(b) = b
+        && a.as_deref().is_none_or(|x| b < x)
+    {
+        *a = Some(b.to_string());
+    }
+}
+
+fn later(a: &mut Option<String>, b: Option<&str>) {
+    if let Some(b) = b
+        && a.as_deref().is_none_or(|x| b > x)
+    {
+        *a = Some(b.to_string());
+    }
+}
+
+fn add_unique<T: PartialEq>(v: &mut Vec<T>, x: T) {
+    if !v.contains(&x) {
+        v.push(x);
+    }
+}
+
+/// `Tally` of one source.
+pub struct Tally<O> {
+    pub source: Option<String>,
+    pub count: u64,
+    pub unrecoverable: u64,
+    pub unknown: u64,
+    pub codes: Vec<((String, String, String, String), CodeAgg)>,
+    code_at: HashMap<(String, String, String, String), usize>,
+    pub actions: Vec<(String, u64)>,
+    pub nodes: Vec<(String, NodeAgg)>,
+    pub folds: Vec<(FoldKey, Fold<O>)>,
+    fold_at: HashMap<FoldKey, usize>,
+    pub bursts: Bursts<O>,
+    pub bundles: Vec<(Option<String>, Bundle)>,
+    pub prints: Vec<(String, Print<O>)>,
+    print_at: HashMap<String, usize>,
+    pub whole: bool,
+    pub at: (i64, String),
+    pub sure: Vec<(Option<String>, (Key, String))>,
+    pub guessed: u64,
+}
+
+impl<O: Clone> Tally<O> {
+    pub fn new(range_part: bool) -> Tally<O> {
+        Tally {
+            source: None,
+            count: 0,
+            unrecoverable: 0,
+            unknown: 0,
+            codes: Vec::new(),
+            code_at: HashMap::new(),
+            actions: Vec::new(),
+            nodes: Vec::new(),
+            folds: Vec::new(),
+            fold_at: HashMap::new(),
+            bursts: Bursts::new(range_part),
+            bundles: Vec::new(),
+            prints: Vec::new(),
+            print_at: HashMap::new(),
+            whole: true,
+            at: (0, String::new()),
+            sure: Vec::new(),
+            guessed: 0,
+        }
+    }
+
+    /// `Tally.add`: count one finding (of this tally's one source, in report order).
+    pub fn add(&mut self, f: &View, obj: &O) {
+        let at = (f.line, f.code.to_string());
+        match &self.source {
+            Some(s) if s == f.source => {
+                if at < self.at {
+                    self.whole = false; // back to an earlier line: two inputs of one name
+                }
+            }
+            Some(_) => self.whole = false, // a second source: not this tally's to count
+            None => self.source = Some(f.source.to_string()),
+        }
+        self.at = at;
+        self.guessed += u64::from(f.year_guessed);
+        if let Some(ts) = nonempty(f.timestamp)
+            && !f.year_guessed
+        {
+            let node = own(f.node);
+            if !self.sure.iter().any(|(n, _)| *n == node) {
+                self.sure.push((node, (key_of(f), ts.to_string())));
+            }
+        }
+        self.count += 1;
+        let bad = f.recoverable != Some(true);
+        self.unrecoverable += u64::from(bad);
+        self.unknown += u64::from(f.name.is_none());
+        let key = (
+            f.code.to_string(),
+            f.name.unwrap_or("").to_string(),
+            f.api.unwrap_or("").to_string(),
+            f.rule.to_string(),
+        );
+        let i = match self.code_at.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.codes.push((
+                    key.clone(),
+                    CodeAgg {
+                        first: key_of(f),
+                        action: f.action.to_string(),
+                        recoverable: f.recoverable,
+                        count: 0,
+                        first_seen: None,
+                        last_seen: None,
+                    },
+                ));
+                self.code_at.insert(key, self.codes.len() - 1);
+                self.codes.len() - 1
+            }
+        };
+        let agg = &mut self.codes[i].1;
+        agg.count += 1;
+        earlier(&mut agg.first_seen, nonempty(f.timestamp));
+        later(&mut agg.last_seen, nonempty(f.timestamp));
+        match self.actions.iter_mut().find(|(a, _)| a == f.action) {
+            Some(slot) => slot.1 += 1,
+            None => self.actions.push((f.action.to_string(), 1)),
+        }
+        let node_key = f.node.unwrap_or("");
+        let node = match self.nodes.iter().position(|(n, _)| n == node_key) {
+            Some(i) => &mut self.nodes[i].1,
+            None => {
+                self.nodes.push((node_key.to_string(), NodeAgg::default()));
+                &mut self.nodes.last_mut().expect("just pushed").1
+            }
+        };
+        node.findings += 1;
+        node.unrecoverable += u64::from(bad);
+        match node.kinds.iter_mut().find(|(k, _)| k == f.kind) {
+            Some(slot) => slot.1 += 1,
+            None => node.kinds.push((f.kind.to_string(), 1)),
+        }
+        let fkey = (f.fingerprint.to_string(), own(f.node));
+        let i = match self.fold_at.get(&fkey) {
+            Some(&i) => i,
+            None => {
+                self.folds.push((
+                    fkey.clone(),
+                    Fold {
+                        first: obj.clone(),
+                        last: obj.clone(),
+                        count: 0,
+                        first_seen: None,
+                        last_seen: None,
+                    },
+                ));
+                self.fold_at.insert(fkey, self.folds.len() - 1);
+                self.folds.len() - 1
+            }
+        };
+        let fold = &mut self.folds[i].1;
+        fold.count += 1;
+        fold.last = obj.clone(); // within a source, in report order
+        let stamp = nonempty(f.timestamp).or(nonempty(f.time_hint));
+        earlier(&mut fold.first_seen, stamp);
+        later(&mut fold.last_seen, stamp);
+        self.fleet(f, obj, bad);
+        self.bursts.add(f, obj);
+    }
+
+    /// `FleetTally.add`.
+    fn fleet(&mut self, f: &View, obj: &O, bad: bool) {
+        let bundle = own(f.bundle);
+        let b = match self.bundles.iter().position(|(k, _)| *k == bundle) {
+            Some(i) => &mut self.bundles[i].1,
+            None => {
+                self.bundles.push((
+                    bundle.clone(),
+                    Bundle {
+                        findings: 0,
+                        unrecoverable: 0,
+                        first: None,
+                        last: None,
+                        nodes: Vec::new(),
+                        prints: Vec::new(),
+                    },
+                ));
+                &mut self.bundles.last_mut().expect("just pushed").1
+            }
+        };
+        b.findings += 1;
+        b.unrecoverable += u64::from(bad);
+        earlier(&mut b.first, nonempty(f.timestamp));
+        later(&mut b.last, nonempty(f.timestamp));
+        add_unique(&mut b.prints, f.fingerprint.to_string());
+        let i = match self.print_at.get(f.fingerprint) {
+            Some(&i) => i,
+            None => {
+                self.prints.push((
+                    f.fingerprint.to_string(),
+                    Print {
+                        example: obj.clone(),
+                        findings: 0,
+                        first: None,
+                        last: None,
+                        bundles: Vec::new(),
+                        nodes: Vec::new(),
+                    },
+                ));
+                self.print_at.insert(f.fingerprint.to_string(), self.prints.len() - 1);
+                self.prints.len() - 1
+            }
+        };
+        let p = &mut self.prints[i].1;
+        p.findings += 1;
+        earlier(&mut p.first, nonempty(f.timestamp));
+        later(&mut p.last, nonempty(f.timestamp));
+        add_unique(&mut p.bundles, bundle);
+        if let Some(node) = nonempty(f.node) {
+            add_unique(&mut b.nodes, node.to_string());
+            add_unique(&mut p.nodes, node.to_string());
+        }
+    }
+
+    /// A whole source ends: its bursts closed (`run_unit`'s `close_all`).
+    pub fn close(&mut self) {
+        if let Some(source) = self.source.clone() {
+            self.bursts.close_all(&source);
+        }
+    }
+}

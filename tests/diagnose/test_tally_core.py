@@ -1,0 +1,138 @@
+"""The tally the engine in the compiled core counts (`core/src/tally.rs`, read by `Tally.from_core`)
+against `Tally.add` fed the same findings, its reference: every aggregate, whole or a byte range's
+(its open bursts, first ends, thread starts), on generated streams; and whole runs, where each
+stream's tally comes from the core, against runs where none does."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+from collections import Counter
+from typing import Any
+
+import pytest
+from analyzer.core.records import Finding, InputStats
+from analyzer.detect import engine as engine_module
+from analyzer.detect.engine import Engine
+from analyzer.diagnose.bursts import Bursts
+from analyzer.diagnose.tally import Tally
+from analyzer.knowledge.rules import RuleSet
+from analyzer.scan import blocks
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from linegen import BODIES, HEADS, YEARS, stream
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ddtriage_core") is None,
+                                reason="the compiled core (ddtriage_core) is not installed")
+
+
+class Counted:
+    """A sink that keeps what the engine in the core hands over."""
+
+    def __init__(self, range_part: bool) -> None:
+        self.kept: list[Finding] = []
+        self.found: tuple[object, ...] | None = None
+        self._range = range_part
+
+    @property
+    def range_part(self) -> bool:
+        return self._range
+
+    def keep(self, f: Finding) -> None:
+        self.kept.append(f)
+
+    def tallied(self, found: tuple[object, ...]) -> None:
+        self.found = found
+
+
+def _state(t: Tally) -> str:
+    """Everything a tally holds, as text (dicts sorted: their order is no part of the answer)."""
+    def plain(x: Any) -> Any:
+        if isinstance(x, dict | Counter):
+            return sorted(((repr(k), plain(v)) for k, v in x.items()))
+        if isinstance(x, set):
+            return sorted(map(repr, x))
+        if hasattr(x, "__slots__") and not isinstance(x, tuple):
+            slots = [s for cls in type(x).__mro__ for s in getattr(cls, "__slots__", ())]
+            return {s: plain(getattr(x, s)) for s in slots if s != "__weakref__"}
+        if hasattr(x, "__dict__") and not isinstance(x, type):
+            return {k: plain(v) for k, v in vars(x).items()}
+        if isinstance(x, list):
+            return [plain(v) for v in x]
+        return x
+    b: Bursts = t.bursts
+    b.trim()
+    return repr({**plain(t), "bursts": plain(b)})
+
+
+def _tallies(data: bytes, year: Any, range_part: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, int]:
+    monkeypatch.setattr(blocks, "ENGINE", "rust")
+    monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 0)
+    engine = Engine(RuleSet.load())
+    sink = Counted(range_part)
+    engine.scan_leaf("node-1/plog-1.log", io.BytesIO(data), year, InputStats(), counted=sink,
+                     year_guessed=bool(year and year.guessed), bundle="b1")
+    if sink.found is None:  # no finding: nothing to hand over
+        assert not sink.kept
+        return "", "", 0
+    core = Tally.from_core(sink.found)
+    python = Tally(range_part=range_part)
+    for f in sink.kept:
+        python.add(f)
+    if not range_part:
+        python.bursts.close_all()
+    return _state(core), _state(python), len(sink.kept)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.tuples(st.sampled_from(HEADS), st.lists(st.sampled_from(BODIES), min_size=1, max_size=3)),
+                      min_size=1, max_size=60),
+       year=st.sampled_from(YEARS), range_part=st.booleans())
+def test_the_core_tallies_what_python_tallies(monkeypatch: pytest.MonkeyPatch, lines, year, range_part) -> None:
+    core, python, _ = _tallies(stream(lines), year, range_part, monkeypatch)
+    assert core == python
+
+
+@pytest.mark.parametrize("range_part", [False, True])
+def test_a_storm_of_bursts_by_hand(monkeypatch: pytest.MonkeyPatch, range_part: bool) -> None:
+    """Written by hand: two threads interleaved, a line gap past BURST_LINES, a time gap past
+    BURST_SECONDS, a generic echo before a specific code (the lead moves), a repeat, another code
+    (`also`), a req_id and a peer; more than 2 x MAX_BURSTS bursts (the kept ones trimmed)."""
+    head = "[ERROR] GE(61,python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.{ms:03d}.000 [x.cc:1]{tid} PullKvBlocks: "
+    lines, t = [], 0
+    for i in range(2200):
+        t += 3 if i % 11 == 0 else 1  # a gap past BURST_SECONDS now and then
+        h, rest = divmod(t, 3600)
+        stamp = {"h": h % 24, "m": rest // 60, "s": rest % 60, "ms": i % 1000}
+        lines.append(head.format(**stamp, tid=62) + "ret = -1, llm_datadist\n")
+        lines.append(head.format(**stamp, tid=63) + "ret = 1343270913, req_id = 7, remote_cluster_id = 2\n")
+        lines.append(head.format(**stamp, tid=62) + "ret = 1343270913 then ret = 0x5010B009\n")
+        lines.append("filler\n" * (47 + i % 5))  # around BURST_LINES between a thread's findings
+    core, python, n = _tallies("".join(lines).encode(), None, range_part, monkeypatch)
+    assert core == python
+    assert n > 6000
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_runs_read_alike_whoever_tallies(monkeypatch: pytest.MonkeyPatch, tmp_path, jobs: int) -> None:
+    """Whole runs (a storm of two threads cut into byte ranges at --jobs 2, a few small files, one
+    with a line Python reads): the core's tallies merged and extended give the report Python's give."""
+    from analyzer.run import api, parallel
+    from analyzer.writers import render_report
+
+    monkeypatch.setattr(blocks, "ENGINE", "rust")
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1 << 16)
+    head = "[ERROR] GE(61,python3):2025-11-12-03:{m:02d}:{s:02d}.000.000 [x.cc:1]{tid} PullKvBlocks: "
+    big = "".join(head.format(m=(i // 60) % 60, s=i % 60, tid=62 + i % 2) + ("ret = -1, llm_datadist" if i % 3 else
+                  f"ret = 1343270913, req_id = {i // 40}") + "\n" + "[INFO] GE(61,p):2025-11-12-03:00:00 x ok\n" * (i % 5)
+                  for i in range(3000))
+    (tmp_path / "node-1").mkdir()
+    (tmp_path / "node-1" / "plog-61_20251112030000000.log").write_text(big)
+    for k in range(3):
+        (tmp_path / f"node-{k + 2}").mkdir()
+        (tmp_path / f"node-{k + 2}" / "plog.log").write_text(big[: 20000 * (k + 1)] + ("本地\n" if k == 1 else ""))
+    monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 0)
+    native = render_report("json", api.analyze([str(tmp_path)], jobs=jobs))
+    monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 1 << 62)  # never: every finding tallied in Python
+    assert render_report("json", api.analyze([str(tmp_path)], jobs=jobs)) == native
