@@ -62,10 +62,11 @@ pub struct Tables {
     pub version_kinds: Vec<String>,
     pub uses_versions: bool,
     pub masks: Mutex<Masks>,
-    pub rules: Mutex<HashMap<RuleKey, Arc<RuleOut>>>,
+    pub rules: Mutex<HashMap<(u32, bool), Vec<Remembered>>>, // (code, in a result list) -> ...
 }
 
-pub type RuleKey = (u32, Option<String>, bool, Vec<(String, String)>);
+/// A rule remembered for (API, versions) of a code (`Engine._rule_for`'s memo).
+pub type Remembered = (Option<String>, Vec<(String, String)>, Arc<RuleOut>);
 
 /// What `RuleSet.match` said: rule id, action, recoverable, the code's name, known, generic.
 #[derive(Clone, Debug)]
@@ -498,6 +499,11 @@ impl<'t> Engine<'t> {
         Some(out)
     }
 
+    /// `record_headers(text)`, read once a line (`record_headers` remembers its last answer too).
+    fn records<'c>(&self, cache: &'c mut Option<Vec<Header>>, text: &str) -> &'c [Header] {
+        cache.get_or_insert_with(|| self.tables.grammar.records(text, self.cfg.year.as_ref()))
+    }
+
     /// A full candidate: `scan_stream`'s loop body for a line without an envelope.
     fn full<H: Host>(
         &self,
@@ -521,7 +527,8 @@ impl<'t> Engine<'t> {
         let Some(hits) = self.tables.codes.find(line) else {
             return Ok(None);
         };
-        let link = self.observe(state, host, blk, c, text, raw, &earlier, facts)?;
+        let mut recs = None;
+        let link = self.observe(state, host, c, text, raw, &earlier, facts, &mut recs)?;
         // A line longer than MAX_LINE comes in fragments of one line number: one finding per code
         // per line, the first fragment's.
         if c.0 != state.line_no {
@@ -534,7 +541,7 @@ impl<'t> Engine<'t> {
             hits.into_iter().filter(|h| !state.reported.contains(&h.0)).collect()
         };
         state.reported.extend(hits.iter().map(|h| h.0));
-        let mut found = self.findings(state, host, blk, c, text, raw, &earlier, link, &hits)?;
+        let mut found = self.findings(state, host, blk, c, text, raw, &earlier, link, &hits, &mut recs)?;
         if found.len() > 1 {
             found.sort_by(|a, b| a.code.cmp(&b.code)); // report order within a line: by code
         }
@@ -548,19 +555,17 @@ impl<'t> Engine<'t> {
         &self,
         state: &mut State,
         host: &mut H,
-        blk: &BlockView,
         c: &Cand,
         text: &str,
         raw: &[u8],
         earlier: &Earlier,
         facts: Vec<(usize, String)>,
+        recs: &mut Option<Vec<Header>>,
     ) -> Result<Vec<(String, String)>, HostError> {
         let t = self.tables;
-        let year = self.cfg.year.as_ref();
         let families = t.families.present(raw);
-        let _ = blk;
         if t.proofs.maybe(without_cr(raw)) {
-            let header = t.grammar.records(text, year).swap_remove(0);
+            let header = self.records(recs, text)[0].clone();
             let pid = or(&header.pid, &self.cfg.layout.pid);
             let process = self.cfg.process(&pid);
             if !facts.is_empty() {
@@ -572,10 +577,10 @@ impl<'t> Engine<'t> {
             if state.recent.is_empty() {
                 return Ok(Vec::new());
             }
-            let pid = or(&t.grammar.records(text, year)[0].pid, &self.cfg.layout.pid);
+            let pid = or(&self.records(recs, text)[0].pid, &self.cfg.layout.pid);
             return Ok(self.link(state, &self.cfg.process(&pid), &[], c.0));
         }
-        let header = t.grammar.records(text, year).swap_remove(0);
+        let header = self.records(recs, text)[0].clone();
         let pid = or(&header.pid, &self.cfg.layout.pid);
         let process = self.cfg.process(&pid);
         let link = self.link(state, &process, &facts, c.0);
@@ -769,6 +774,7 @@ impl<'t> Engine<'t> {
         earlier: &Earlier,
         link: Vec<(String, String)>,
         hits: &[codes::Hit],
+        recs: &mut Option<Vec<Header>>,
     ) -> Result<Vec<FindingRec>, HostError> {
         if hits.is_empty() {
             return Ok(Vec::new());
@@ -776,7 +782,7 @@ impl<'t> Engine<'t> {
         let t = self.tables;
         let cfg = self.cfg;
         let year = cfg.year.as_ref();
-        let mut headers = t.grammar.records(text, year);
+        let mut headers = self.records(recs, text).to_vec();
         let pod = cfg.layout.pod.clone();
         if truthy(&pod) {
             for h in &mut headers {
@@ -884,8 +890,13 @@ impl<'t> Engine<'t> {
         text: &str,
         versions: &[(String, String)],
     ) -> Result<Arc<RuleOut>, HostError> {
-        let key: RuleKey = (value, api.map(str::to_string), in_cluster, versions.to_vec());
-        if let Some(found) = self.tables.rules.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        let found = self.tables.rules.lock().ok().and_then(|m| {
+            m.get(&(value, in_cluster))?
+                .iter()
+                .find(|(a, v, _)| a.as_deref() == api && v.as_slice() == versions)
+                .map(|(_, _, r)| r.clone())
+        });
+        if let Some(found) = found {
             return Ok(found);
         }
         // the burst a `nearby:` rule looks at
@@ -905,7 +916,10 @@ impl<'t> Engine<'t> {
             if memo.len() >= RULE_MEMO {
                 memo.clear();
             }
-            memo.insert(key, out.clone());
+            let remembered = memo.entry((value, in_cluster)).or_default();
+            if remembered.len() < 64 {
+                remembered.push((api.map(str::to_string), versions.to_vec(), out.clone()));
+            }
         }
         Ok(out)
     }

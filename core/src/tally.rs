@@ -126,10 +126,14 @@ pub struct Links {
 
 impl Links {
     fn add(&mut self, f: &View) {
-        let key = (f.name.unwrap_or(f.code).to_string(), own(f.api));
-        match self.by_code.iter_mut().find(|(k, _)| *k == key) {
+        let name = f.name.unwrap_or(f.code);
+        match self
+            .by_code
+            .iter_mut()
+            .find(|((n, a), _)| n == name && a.as_deref() == f.api)
+        {
             Some(slot) => slot.1 += 1,
-            None => self.by_code.push((key, 1)),
+            None => self.by_code.push(((name.to_string(), own(f.api)), 1)),
         }
         if !f.fingerprint.is_empty()
             && self.prints.len() < MAX_BURST_IDS
@@ -354,20 +358,23 @@ impl<O: Clone> Bursts<O> {
 
     fn add(&mut self, f: &View, obj: &O) {
         // `records.process_key`
+        let keyed;
         let process = if nonempty(f.pod).is_some() || nonempty(f.container).is_some() {
             let show = |v: Option<&str>| v.map_or_else(|| "None".to_string(), str::to_string);
-            Some(format!("{}\x00{}\x00{}", show(f.pod), show(f.container), show(f.pid)))
+            keyed = format!("{}\x00{}\x00{}", show(f.pod), show(f.container), show(f.pid));
+            Some(keyed.as_str())
         } else {
-            own(f.pid)
+            f.pid
         };
-        let thread: Thread = (f.source.to_string(), process, own(f.tid));
+        let same = |t: &Thread| t.0 == f.source && t.1.as_deref() == process && t.2.as_deref() == f.tid;
         let when = seconds(f.timestamp);
-        let mut at = self.open.iter().position(|(t, _)| *t == thread);
+        let mut at = self.open.iter().position(|(t, _)| same(t));
         if let Some(i) = at {
             let current = &self.open[i].1;
             let gap_time =
                 matches!((current.last_seconds, when), (Some(t0), Some(t1)) if (t1 - t0).abs() > BURST_SECONDS);
             if f.line - current.last_line > BURST_LINES || gap_time {
+                let thread = self.open[i].0.clone();
                 self.close(&thread, f.source);
                 at = None;
             }
@@ -375,6 +382,7 @@ impl<O: Clone> Bursts<O> {
         match at {
             Some(i) => self.open[i].1.add(f, obj, when, false),
             None => {
+                let thread: Thread = (f.source.to_string(), process.map(str::to_string), own(f.tid));
                 self.open.push((thread.clone(), OpenBurst::new(f, obj, when)));
                 let known = self.thread_start.iter().any(|(t, _)| *t == thread);
                 if !known {
@@ -513,7 +521,7 @@ pub struct Bundle {
     pub first: Option<String>,
     pub last: Option<String>,
     pub nodes: Vec<String>,
-    pub prints: Vec<String>,
+    pub prints: std::collections::HashSet<String>,
 }
 
 /// `fleet._Print`.
@@ -555,11 +563,11 @@ pub struct Tally<O> {
     pub unrecoverable: u64,
     pub unknown: u64,
     pub codes: Vec<((String, String, String, String), CodeAgg)>,
-    code_at: HashMap<(String, String, String, String), usize>,
+    code_at: HashMap<String, Vec<usize>>, // code -> its rows (by name, API, rule)
     pub actions: Vec<(String, u64)>,
     pub nodes: Vec<(String, NodeAgg)>,
     pub folds: Vec<(FoldKey, Fold<O>)>,
-    fold_at: HashMap<FoldKey, usize>,
+    fold_at: HashMap<String, Vec<usize>>, // fingerprint -> its rows (by node)
     pub bursts: Bursts<O>,
     pub bundles: Vec<(Option<String>, Bundle)>,
     pub prints: Vec<(String, Print<O>)>,
@@ -596,17 +604,19 @@ impl<O: Clone> Tally<O> {
 
     /// `Tally.add`: count one finding (of this tally's one source, in report order).
     pub fn add(&mut self, f: &View, obj: &O) {
-        let at = (f.line, f.code.to_string());
         match &self.source {
             Some(s) if s == f.source => {
-                if at < self.at {
+                if (f.line, f.code) < (self.at.0, self.at.1.as_str()) {
                     self.whole = false; // back to an earlier line: two inputs of one name
                 }
             }
             Some(_) => self.whole = false, // a second source: not this tally's to count
             None => self.source = Some(f.source.to_string()),
         }
-        self.at = at;
+        self.at.0 = f.line;
+        if self.at.1 != f.code {
+            f.code.clone_into(&mut self.at.1);
+        }
         self.guessed += u64::from(f.year_guessed);
         if let Some(ts) = nonempty(f.timestamp)
             && !f.year_guessed
@@ -620,17 +630,24 @@ impl<O: Clone> Tally<O> {
         let bad = f.recoverable != Some(true);
         self.unrecoverable += u64::from(bad);
         self.unknown += u64::from(f.name.is_none());
-        let key = (
-            f.code.to_string(),
-            f.name.unwrap_or("").to_string(),
-            f.api.unwrap_or("").to_string(),
-            f.rule.to_string(),
-        );
-        let i = match self.code_at.get(&key) {
-            Some(&i) => i,
+        let (name, api) = (f.name.unwrap_or(""), f.api.unwrap_or(""));
+        let found = self.code_at.get(f.code).and_then(|at| {
+            at.iter().copied().find(|&i| {
+                let k = &self.codes[i].0;
+                (k.1.as_str(), k.2.as_str(), k.3.as_str()) == (name, api, f.rule)
+            })
+        });
+        let i = match found {
+            Some(i) => i,
             None => {
+                let key = (
+                    f.code.to_string(),
+                    name.to_string(),
+                    api.to_string(),
+                    f.rule.to_string(),
+                );
                 self.codes.push((
-                    key.clone(),
+                    key,
                     CodeAgg {
                         first: key_of(f),
                         action: f.action.to_string(),
@@ -640,7 +657,10 @@ impl<O: Clone> Tally<O> {
                         last_seen: None,
                     },
                 ));
-                self.code_at.insert(key, self.codes.len() - 1);
+                self.code_at
+                    .entry(f.code.to_string())
+                    .or_default()
+                    .push(self.codes.len() - 1);
                 self.codes.len() - 1
             }
         };
@@ -666,12 +686,15 @@ impl<O: Clone> Tally<O> {
             Some(slot) => slot.1 += 1,
             None => node.kinds.push((f.kind.to_string(), 1)),
         }
-        let fkey = (f.fingerprint.to_string(), own(f.node));
-        let i = match self.fold_at.get(&fkey) {
-            Some(&i) => i,
+        let found = self
+            .fold_at
+            .get(f.fingerprint)
+            .and_then(|at| at.iter().copied().find(|&i| self.folds[i].0.1.as_deref() == f.node));
+        let i = match found {
+            Some(i) => i,
             None => {
                 self.folds.push((
-                    fkey.clone(),
+                    (f.fingerprint.to_string(), own(f.node)),
                     Fold {
                         first: obj.clone(),
                         last: obj.clone(),
@@ -680,7 +703,10 @@ impl<O: Clone> Tally<O> {
                         last_seen: None,
                     },
                 ));
-                self.fold_at.insert(fkey, self.folds.len() - 1);
+                self.fold_at
+                    .entry(f.fingerprint.to_string())
+                    .or_default()
+                    .push(self.folds.len() - 1);
                 self.folds.len() - 1
             }
         };
@@ -696,19 +722,18 @@ impl<O: Clone> Tally<O> {
 
     /// `FleetTally.add`.
     fn fleet(&mut self, f: &View, obj: &O, bad: bool) {
-        let bundle = own(f.bundle);
-        let b = match self.bundles.iter().position(|(k, _)| *k == bundle) {
+        let b = match self.bundles.iter().position(|(k, _)| k.as_deref() == f.bundle) {
             Some(i) => &mut self.bundles[i].1,
             None => {
                 self.bundles.push((
-                    bundle.clone(),
+                    own(f.bundle),
                     Bundle {
                         findings: 0,
                         unrecoverable: 0,
                         first: None,
                         last: None,
                         nodes: Vec::new(),
-                        prints: Vec::new(),
+                        prints: std::collections::HashSet::new(),
                     },
                 ));
                 &mut self.bundles.last_mut().expect("just pushed").1
@@ -718,7 +743,9 @@ impl<O: Clone> Tally<O> {
         b.unrecoverable += u64::from(bad);
         earlier(&mut b.first, nonempty(f.timestamp));
         later(&mut b.last, nonempty(f.timestamp));
-        add_unique(&mut b.prints, f.fingerprint.to_string());
+        if !b.prints.contains(f.fingerprint) {
+            b.prints.insert(f.fingerprint.to_string());
+        }
         let i = match self.print_at.get(f.fingerprint) {
             Some(&i) => i,
             None => {
@@ -741,7 +768,9 @@ impl<O: Clone> Tally<O> {
         p.findings += 1;
         earlier(&mut p.first, nonempty(f.timestamp));
         later(&mut p.last, nonempty(f.timestamp));
-        add_unique(&mut p.bundles, bundle);
+        if !p.bundles.iter().any(|b| b.as_deref() == f.bundle) {
+            p.bundles.push(own(f.bundle));
+        }
         if let Some(node) = nonempty(f.node) {
             add_unique(&mut b.nodes, node.to_string());
             add_unique(&mut p.nodes, node.to_string());
