@@ -303,7 +303,8 @@ class Engine:
         """`scan_stream`'s loop in the compiled core (`ddtriage_core.Stream`): each block's findings
         come back whole (with `counted`, they go there, and so does the core's tally of them). A
         line the core does not read (not printable ASCII, nor the lines before it) comes here with
-        the stream's state (`_decline`); Python reads it and hands the state back. At the end, what
+        the stream's state (`_decline`); Python reads it, and the core takes the state back before it
+        reads a line again. At the end, what
         the core gathered for the unit joins `state.observed`."""
         layout, year = state.layout, state.year
         hint = None if year is None else (
@@ -314,7 +315,7 @@ class Engine:
             (layout.node, layout.kind, layout.device, layout.pid, layout.anchored, layout.pod, layout.container),
             state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
             (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
-             partial(self._decline, state)), Finding, None if counted is None else counted.range_part)
+             partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part)
         if history:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
         # A stream's first findings wait: a stream of few is tallied in Python (cheaper than handing
@@ -374,20 +375,24 @@ class Engine:
                     guessed: bool) -> None:
         state.observed.note_proof(Proof(state.name, line, stamp, node, proof, pid, clusters, addrs, text, guessed))
 
-    def _decline(self, state: _StreamState, row: tuple[object, ...], cand: tuple[int, int, int, bytes, object],
-                 buf: bytes, first_line_no: int) -> tuple[list[Finding], tuple[object, ...]]:
-        """A line the core's engine leaves to Python, read with the stream's state (taken from the
-        core, handed back): (its findings, the state after it)."""
-        state.from_core(row)
+    def _decline(self, state: _StreamState, row: tuple[object, ...] | None, cand: tuple[int, int, int, bytes, object],
+                 buf: bytes, first_line_no: int) -> list[Finding]:
+        """A line the core's engine leaves to Python, read with the stream's state (`row`: the
+        core's, where it is newer than `state`; the core takes the state back, through
+        `_StreamState.to_core`, before it reads a line again): its findings."""
+        if row is not None:
+            state.from_core(row)
         number, offset, start, raw, tier = cand
         found: list[Finding] = []
         if tier is False:
             found = self._candidate(state, Candidate(number, offset, raw, buf, start, first_line_no))
             if len(found) > 1:
                 found.sort(key=_code_of)
+        elif tier.__class__ is tuple:  # a fact-only line the core answered whole (its node's facts noted there)
+            self.observer.fact_rows(state, self.node, (cast(Any, tier),))
         else:
             self._fact_line(state, number, raw, None if tier is True else cast(list[Fact], tier))
-        return found, state.to_core()
+        return found
 
     def _fact_line(self, state: _StreamState, line_no: int, raw: bytes, found: list[Fact] | None) -> None:
         text = decode(raw)

@@ -67,8 +67,8 @@ class _OpenBurst:
     """A burst being built: the findings it needs to name (first, lead, one per other code) and
     counts, never the whole run."""
 
-    __slots__ = ("first", "last_line", "last_seconds", "lead", "count", "echoes", "repeats", "others", "min_stamp",
-                 "max_stamp", "severe_specific", "severe_any", "lead_is_specific", "links")
+    __slots__ = ("first", "last_line", "last_code", "last_seconds", "lead", "count", "echoes", "repeats", "others",
+                 "min_stamp", "max_stamp", "severe_specific", "severe_any", "lead_is_specific", "links")
 
     def __init__(self, f: Finding, seconds: float | None) -> None:
         self.first = f
@@ -87,7 +87,7 @@ class _OpenBurst:
 
     def add(self, f: Finding, seconds: float | None) -> None:
         self.count += 1
-        self.last_line, self.last_seconds = f.line, seconds
+        self.last_line, self.last_code, self.last_seconds = f.line, f.code, seconds
         self.links.add(f)
         bad = f.recoverable is not True
         self.severe_any |= bad
@@ -148,12 +148,13 @@ class Bursts:
         self._thread_start: dict[Thread, tuple[FindingKey, int]] = {}
         self._source: str | None = None
         # A byte range of a file (`range_part`, lines local): each thread's first burst is neither
-        # kept nor counted, only where it ends (`first_ends`: its last line, None while it is
+        # kept nor counted, only where it ends (`first_ends`: its last finding's line and code (the
+        # thread's next burst may begin on that line, a flattened block's later record), None while it is
         # open); `extend` feeds its findings to the tracker of the ranges before. `ambiguous`:
         # bursts of two threads began on one line, where the order of the renumbered bursts could
         # differ from a sequential tally's (then the findings are tallied again).
         self.range_part = range_part
-        self.first_ends: dict[Thread, int | None] = {}
+        self.first_ends: dict[Thread, tuple[int, str] | None] = {}
         self.ambiguous = False
         self._started: tuple[int, Thread | None] = (0, None)  # line and thread of the last burst begun
 
@@ -189,7 +190,8 @@ class Bursts:
     def _close(self, thread: Thread) -> None:
         first, n = self._thread_start[thread]
         if self.range_part and n == 0:  # may go on from the range before: `extend` feeds it again
-            self.first_ends[thread] = self.open.pop(thread).last_line
+            b = self.open.pop(thread)
+            self.first_ends[thread] = (b.last_line, b.last_code)
         else:
             self.keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
         self._thread_start[thread] = (first, n + 1)
@@ -247,10 +249,10 @@ class Bursts:
         if ends:  # each thread's first burst, in report order with the others'
             last = None if None in ends.values() else max(e for e in ends.values() if e is not None)
             for f in findings:
-                local = f.line - shift
+                local = (f.line - shift, f.code)
                 if last is not None and local > last:
                     break
-                end = ends.get(thread_of(f), -1)
+                end = ends.get(thread_of(f), (-1, ""))
                 if end is None or local <= end:
                     self.add(f)
         # Later bursts: renumbered after this tracker's bursts of the same thread.
@@ -304,7 +306,7 @@ def from_core(found: tuple[Any, ...], source: str | None) -> Bursts:
         gkey = (first.severe, first.lead.code, first.lead.api, first.lead.rule, first.node)
         b.groups[gkey] = _GroupAgg(key, first, bursts, findings, first_seen, last_seen)
     b._thread_start = dict(starts)
-    b.first_ends = dict(ends)
+    b.first_ends = {thread: None if end is None else (end[0], end[1]) for thread, end in ends}
     b.open = {thread: _open_burst(fields) for thread, fields in open_}
     b._source = source  # the source its findings came from (None: none came)
     return b
@@ -331,8 +333,8 @@ def _burst(fields: tuple[Any, ...]) -> Burst:
 
 def _open_burst(fields: tuple[Any, ...]) -> _OpenBurst:
     b = _OpenBurst.__new__(_OpenBurst)
-    (b.first, b.last_line, b.last_seconds, b.lead, b.count, b.echoes, b.repeats, others, b.min_stamp, b.max_stamp,
-     b.severe_specific, b.severe_any, b.lead_is_specific, links) = fields
+    (b.first, b.last_line, b.last_code, b.last_seconds, b.lead, b.count, b.echoes, b.repeats, others, b.min_stamp,
+     b.max_stamp, b.severe_specific, b.severe_any, b.lead_is_specific, links) = fields
     b.others = {tuple(k): f for k, f in others}
     b.links = _links(*links)
     return b

@@ -297,8 +297,16 @@ pub trait Host {
     fn find_proof(&mut self, text: &str) -> Result<Option<String>, HostError>;
     /// `Observed.note_proof`.
     fn note_proof(&mut self, proof: ProofRec) -> Result<(), HostError>;
-    /// Python reads the candidate `i` of the block with the stream's state.
+    /// Python reads the candidate `i` of the block with the stream's state (handed over when
+    /// Python's is older).
     fn decline(&mut self, state: &mut State, i: usize) -> Result<Self::Declined, HostError>;
+    /// Before the core reads a line: the state Python left, taken back when it is newer.
+    fn sync(&mut self, state: &mut State) -> Result<(), HostError>;
+    /// The core read a line: its state is now newer than Python's.
+    fn touched(&mut self);
+    /// Whether Python holds the newer state (it read the last line): then it also reads what
+    /// only updates the state (a fact-only line), until a line only the core reads comes.
+    fn python_owns(&self) -> bool;
 }
 
 /// What a block gave, in order.
@@ -351,20 +359,40 @@ impl<'t> Engine<'t> {
         let mut out = Vec::new();
         for (i, c) in cands.iter().enumerate() {
             let tier = tiers.get(i).unwrap_or(&Tier::Plain);
-            let read = match (c.4, tier) {
-                (_, Tier::Row(pid, found)) => {
+            // Whether the core reads the line: told before anything is read, so that a run of
+            // lines Python reads hands the state over once, not twice a line.
+            let line = without_cr(&blk.buf[c.2..c.3]);
+            let (ours, earlier) = match (c.4, tier) {
+                (_, Tier::Row(..)) => (!host.python_owns(), None),
+                (true, Tier::Facts(_)) => (printable(line) && !host.python_owns(), None),
+                (true, Tier::Plain) => (false, None),
+                (false, _) => match printable(line).then(|| self.earlier(blk, c)).flatten() {
+                    Some(e) => (true, Some(e)),
+                    None => (false, None),
+                },
+            };
+            if !ours {
+                out.push(Item::Python(host.decline(state, i)?));
+                continue;
+            }
+            host.sync(state)?;
+            let read = match (tier, earlier) {
+                (Tier::Row(pid, found), _) => {
                     // fact_rows: what later lines of its process look back at (its node's facts
                     // were noted where the row was made)
                     let pid = Some(String::from_utf8_lossy(pid).into_owned());
                     state.remember(&self.cfg.process(&pid), found, c.0);
                     Some(Vec::new())
                 }
-                (true, Tier::Facts(found)) => self.facts_only(state, host, blk, c, found)?,
-                (true, Tier::Plain) => None, // the table could not read it: Python's
-                (false, _) => self.full(state, host, blk, c)?,
+                (Tier::Facts(found), _) if c.4 => self.facts_only(state, host, blk, c, found)?,
+                (_, Some(earlier)) => self.full(state, host, blk, c, earlier)?,
+                _ => None,
             };
             match read {
-                Some(found) => out.extend(found.into_iter().map(|f| Item::Found(Box::new(f)))),
+                Some(found) => {
+                    host.touched();
+                    out.extend(found.into_iter().map(|f| Item::Found(Box::new(f))));
+                }
                 None => out.push(Item::Python(host.decline(state, i)?)),
             }
         }
@@ -505,21 +533,16 @@ impl<'t> Engine<'t> {
     }
 
     /// A full candidate: `scan_stream`'s loop body for a line without an envelope.
-    fn full<H: Host>(
+    fn full<'b, H: Host>(
         &self,
         state: &mut State,
         host: &mut H,
-        blk: &BlockView,
+        blk: &BlockView<'b>,
         c: &Cand,
+        earlier: Earlier<'b>,
     ) -> Result<Option<Vec<FindingRec>>, HostError> {
         let raw = &blk.buf[c.2..c.3];
         let line = without_cr(raw);
-        if !printable(line) {
-            return Ok(None);
-        }
-        let Some(earlier) = self.earlier(blk, c) else {
-            return Ok(None);
-        };
         let text = as_text(line);
         let Answer::Facts(facts) = self.tables.facts.find(raw) else {
             return Ok(None);

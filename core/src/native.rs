@@ -258,12 +258,16 @@ impl Block {
     }
 }
 
+/// (rule, find_proof, note_proof, decline, python_state): see `Callbacks`.
+type CallbackRow = (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>);
+
 /// The Python callables a stream asks.
 struct Callbacks {
     rule: Py<PyAny>, // (value, api, in_cluster, nearby, versions) -> (rule, action, recoverable, name, known, generic, asked)
     find_proof: Py<PyAny>, // (text) -> proof id or None
     note_proof: Py<PyAny>, // (line, timestamp, node, proof, pid, clusters, addrs, text, year_guessed)
-    decline: Py<PyAny>, // (state, (number, offset, start, raw, tier), buf, first_line_no) -> (findings, state)
+    decline: Py<PyAny>, // (state or None, (number, offset, start, raw, tier), buf, first_line_no) -> findings
+    python_state: Py<PyAny>, // () -> Python's state (`_StreamState.to_core`)
     make: Py<PyAny>, // tuple.__new__
     finding: Py<PyAny>, // records.Finding
 }
@@ -290,6 +294,7 @@ pub struct Stream {
     rules: HashMap<String, Py<PyAny>>, // rule id -> its text, once
     node: Option<String>,
     tally: Option<tally::Tally<Obj>>, // the stream's findings counted here (`Tally.from_core`)
+    fresh: Fresh,
 }
 
 /// A finding as the tally keeps it: the Python `Finding` itself.
@@ -464,7 +469,15 @@ struct PyHost<'a, 'py> {
     calls: &'a Callbacks,
     tables: &'a Tables,
     blk: &'a Block,
+    fresh: &'a mut Fresh,
     err: Option<PyErr>,
+}
+
+/// Whose copy of a stream's state is the newer: the core's, Python's, or neither (both equal).
+#[derive(Default)]
+struct Fresh {
+    python_older: bool,
+    core_older: bool,
 }
 
 impl PyHost<'_, '_> {
@@ -554,22 +567,65 @@ impl<'py> Host for PyHost<'_, 'py> {
                 }
                 list.into_any()
             }
+            // a row crosses as `LineObserver.fact_rows` takes it: (pid, ((kind, value, line), ...))
+            Some(detect::Tier::Row(pid, found)) => {
+                let updates: Vec<(Bound<'py, PyString>, &String, i64)> = found
+                    .iter()
+                    .map(|(k, v)| (PyString::intern(py, &ids[*k]), v, n))
+                    .collect();
+                match (String::from_utf8_lossy(pid), updates).into_pyobject(py) {
+                    Ok(row) => row.into_any(),
+                    Err(e) => return self.fail(e),
+                }
+            }
             _ => PyBool::new(py, facts_only).to_owned().into_any(),
         };
-        let row = export(self.tables, state);
+        let row = if self.fresh.python_older {
+            Some(export(self.tables, state))
+        } else {
+            None
+        };
+        self.fresh.python_older = false;
         let got = self
             .calls
             .decline
             .bind(py)
-            .call1((row, (n, off, start, raw, tier), buf, self.blk.first_line_no))
-            .and_then(|r| r.extract::<(Bound<'py, PyAny>, StateRow)>());
+            .call1((row, (n, off, start, raw, tier), buf, self.blk.first_line_no));
         match got {
-            Ok((found, row)) => match import(self.tables, state, row) {
-                Ok(()) => Ok(found),
-                Err(e) => self.fail(e),
-            },
+            Ok(found) => {
+                self.fresh.core_older = true;
+                Ok(found)
+            }
             Err(e) => self.fail(e),
         }
+    }
+
+    fn sync(&mut self, state: &mut State) -> Result<(), HostError> {
+        if !self.fresh.core_older {
+            return Ok(());
+        }
+        let got = self
+            .calls
+            .python_state
+            .bind(self.py)
+            .call0()
+            .and_then(|r| r.extract::<StateRow>())
+            .and_then(|row| import(self.tables, state, row));
+        match got {
+            Ok(()) => {
+                self.fresh.core_older = false;
+                Ok(())
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn touched(&mut self) {
+        self.fresh.python_older = true;
+    }
+
+    fn python_owns(&self) -> bool {
+        self.fresh.core_older
     }
 }
 
@@ -662,7 +718,7 @@ impl Stream {
         year: Option<YearRow>,
         year_guessed: bool,
         max_related: i64,
-        callbacks: (Py<PyAny>, Py<PyAny>, Py<PyAny>, Py<PyAny>),
+        callbacks: CallbackRow,
         finding: Py<PyAny>,
         tally: Option<bool>,
     ) -> PyResult<Self> {
@@ -687,7 +743,7 @@ impl Stream {
         let tables = detector.tables.clone();
         let state = State::new(&tables, &cfg);
         let cfg_node = cfg.node();
-        let (rule, find_proof, note_proof, decline) = callbacks;
+        let (rule, find_proof, note_proof, decline, python_state) = callbacks;
         let make = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
         let shared = Shared {
             source: PyString::new(py, &cfg.name).into_any().unbind(),
@@ -707,6 +763,7 @@ impl Stream {
                 find_proof,
                 note_proof,
                 decline,
+                python_state,
                 make,
                 finding,
             },
@@ -714,6 +771,7 @@ impl Stream {
             rules: HashMap::new(),
             node: cfg_node,
             tally: tally.map(tally::Tally::new),
+            fresh: Fresh::default(),
         })
     }
 
@@ -728,6 +786,7 @@ impl Stream {
                 calls: &self.calls,
                 tables: &self.tables,
                 blk: block,
+                fresh: &mut self.fresh,
                 err: None,
             };
             let view = detect::BlockView {
@@ -788,7 +847,9 @@ impl Stream {
     /// Take the state Python leaves (`_StreamState.to_core`): before the first block, a byte
     /// range's state after its history.
     fn set_state(&mut self, row: StateRow) -> PyResult<()> {
-        import(&self.tables, &mut self.state, row)
+        import(&self.tables, &mut self.state, row)?;
+        self.fresh = Fresh::default();
+        Ok(())
     }
 
     /// What the stream gathered for its unit: (node facts as `NodeFacts.from_core` reads them,
@@ -927,6 +988,7 @@ fn open_py<'py>(py: Python<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'p
     let items: Vec<Bound<'py, PyAny>> = vec![
         obj(py, &b.first.obj),
         b.last_line.into_pyobject(py)?.into_any(),
+        b.last_code.as_str().into_pyobject(py)?.into_any(),
         b.last_seconds.into_pyobject(py)?.into_any(),
         obj(py, &b.lead.obj),
         b.count.into_pyobject(py)?.into_any(),
@@ -1025,7 +1087,7 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
     }
     let ends = PyList::empty(py);
     for (thread, end) in &b.first_ends {
-        ends.append((thread_py(py, thread)?, *end))?;
+        ends.append((thread_py(py, thread)?, end.as_ref().map(|(l, c)| (*l, c.as_str()))))?;
     }
     let open = PyList::empty(py);
     for (thread, o) in &b.open {

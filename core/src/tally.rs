@@ -171,6 +171,7 @@ pub type FoldKey = (String, Option<String>);
 pub struct OpenBurst<O> {
     pub first: Kept<O>,
     pub last_line: i64,
+    pub last_code: String,
     pub last_seconds: Option<f64>,
     pub lead: Kept<O>,
     pub lead_is_first: bool,
@@ -194,6 +195,7 @@ impl<O: Clone> OpenBurst<O> {
             first,
             lead_is_first: true,
             last_line: f.line,
+            last_code: f.code.to_string(),
             last_seconds: when,
             lead_is_specific: !f.generic,
             count: 0,
@@ -214,6 +216,9 @@ impl<O: Clone> OpenBurst<O> {
     fn add(&mut self, f: &View, obj: &O, when: Option<f64>, is_first: bool) {
         self.count += 1;
         self.last_line = f.line;
+        if self.last_code != f.code {
+            f.code.clone_into(&mut self.last_code);
+        }
         self.last_seconds = when;
         self.links.add(f);
         let bad = f.recoverable != Some(true);
@@ -336,7 +341,7 @@ pub struct Bursts<O> {
     pub groups: Vec<(GroupKey, Group<O>)>,
     pub thread_start: Vec<(Thread, (Key, u64))>,
     pub range_part: bool,
-    pub first_ends: Vec<(Thread, Option<i64>)>,
+    pub first_ends: Vec<(Thread, Option<(i64, String)>)>,
     pub ambiguous: bool,
     pub started: (i64, Option<Thread>),
 }
@@ -417,7 +422,7 @@ impl<O: Clone> Bursts<O> {
                 .iter_mut()
                 .find(|(t, _)| t == thread)
                 .expect("a first burst");
-            e.1 = Some(b.last_line);
+            e.1 = Some((b.last_line, b.last_code));
         } else {
             let burst = b.close();
             let key = burst_key(&burst, &first, n, source);

@@ -89,15 +89,24 @@ def test_the_core_reads_the_lines_and_leaves_only_odd_ones(monkeypatch: pytest.M
     """Candidate lines are read in the core; a line that is not printable ASCII, and each line with
     it among the 40 before (what Python may look back at), is Python's, with the stream's state."""
     engine = _rust(monkeypatch)
-    declined, python = [], []
+    declined, python, handed, taken = [], [], [], []
     real_decline, real_candidate = Engine._decline, Engine._candidate
-    monkeypatch.setattr(Engine, "_decline", lambda self, *a: (declined.append(a[2][0]), real_decline(self, *a))[1])
+    real_to_core = engine_module._StreamState.to_core
+
+    def decline(self, state, row, cand, *rest):
+        declined.append(cand[0])
+        handed.append(row is not None)
+        return real_decline(self, state, row, cand, *rest)
+    monkeypatch.setattr(Engine, "_decline", decline)
     monkeypatch.setattr(Engine, "_candidate", lambda self, *a: (python.append(1), real_candidate(self, *a))[1])
+    monkeypatch.setattr(engine_module._StreamState, "to_core", lambda self: (taken.append(1), real_to_core(self))[1])
     plain = HEADS[0] + BODIES[0] + "\n"
     data = (plain * 30 + HEADS[0] + BODIES[1] + " 本地\n" + plain * 100).encode()
     native = _state(engine, data, None, True)
     assert declined == list(range(31, 72))  # by hand: line 31, and the 40 after it
     assert len(python) == len(declined)
+    # the state crossed once each way for the run of 41 lines, not twice a line
+    assert handed == [True] + [False] * 40 and len(taken) == 1
     python.clear()
     assert _state(engine, data, None, False) == native
     assert len(python) == 131  # the plain engine reads every candidate in Python
