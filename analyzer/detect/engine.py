@@ -75,14 +75,15 @@ Sink = Callable[[Finding], None]
 
 
 class Counted(Protocol):
-    """Where a stream goes whose findings the engine in the core also tallies: each finding to the
-    runs only (`keep`), then the stream's tally (`tallied`: `ddtriage_core.Stream.tally`'s shape,
-    which `diagnose.tally.Tally.from_core` reads). `range_part`: the stream is a byte range."""
+    """Where a stream goes whose findings the engine in the core also tallies: its findings to the
+    runs only (`keep_all`, a list at a time), then the stream's tally (`tallied`:
+    `ddtriage_core.Stream.tally`'s shape, which `diagnose.tally.Tally.from_core` reads).
+    `range_part`: the stream is a byte range."""
 
     @property
     def range_part(self) -> bool: ...
 
-    def keep(self, f: Finding) -> None: ...
+    def keep_all(self, found: list[Finding]) -> None: ...
 
     def tallied(self, found: tuple[object, ...]) -> None: ...
 
@@ -329,19 +330,17 @@ class Engine:
                 elif held is not None:
                     held.extend(found)
                     if len(held) >= CORE_TALLY_MIN:
-                        for f in held:
-                            counted.keep(f)
+                        counted.keep_all(held)
                         held = None
                 else:
-                    for f in found:
-                        counted.keep(f)
+                    counted.keep_all(found)
             whole = True
         finally:
             by_core = counted is not None and (held is None or not whole)
             tally = engine.tally(by_core)
             if counted is not None and tally is not None:
-                for f in held or ():
-                    counted.keep(f)
+                if held:
+                    counted.keep_all(held)
                 counted.tallied(tally)
             node_facts, related, dropped = engine.finish()
             if node_facts is not None:

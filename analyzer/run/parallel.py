@@ -13,6 +13,7 @@ nor this process holds a storm's findings.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import io
 import os
@@ -290,11 +291,11 @@ class _Batched:
         """Whether the unit is a byte range (its tally leaves its threads' first bursts open)."""
         return self.tally.bursts.range_part
 
-    def keep(self, f: Finding) -> None:
-        """A finding the engine in the core tallies itself: to the runs only, in order."""
+    def keep_all(self, found: list[Finding]) -> None:
+        """Findings the engine in the core tallies itself: to the runs only, in order."""
         if self.batch:
             self.flush()
-        self.writer.add(f)
+        self.writer.add_all(found)
 
     def tallied(self, found: tuple[object, ...]) -> None:
         """The tally of one stream the engine in the core read (`Tally.from_core`): a byte range's is
@@ -390,6 +391,7 @@ def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, prog
         pool.shutdown()
     else:
         engine = make_engine(progress=progress)
+        gc.freeze()  # see _init_worker
         cut = ProcessCut()
         # A compressed input is inflated ahead in a thread only where a CPU would be idle (more jobs
         # than units here); with --jobs 1, or in a pool's busy workers, the thread only competes.
@@ -433,6 +435,9 @@ def _init_worker(make_engine: EngineFactory) -> None:
     _die_with_parent()
     unpack.READ_AHEAD = False  # each CPU runs a worker: no thread to inflate ahead (see run_units)
     _WORKER = make_engine()
+    # The engine's tables (rules, patterns, the catalogue) live as long as the process: out of the
+    # collector's generations, so its full collections during a scan no longer walk them.
+    gc.freeze()
     _CUT.bursts.keys.clear()  # a fresh worker (forked from a process that may have scanned before)
     _CUT.related.keys.clear()
 

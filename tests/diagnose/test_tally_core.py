@@ -39,8 +39,8 @@ class Counted:
     def range_part(self) -> bool:
         return self._range
 
-    def keep(self, f: Finding) -> None:
-        self.kept.append(f)
+    def keep_all(self, found: list[Finding]) -> None:
+        self.kept += found
 
     def tallied(self, found: tuple[object, ...]) -> None:
         self.found = found

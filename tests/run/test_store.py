@@ -85,6 +85,35 @@ def test_store_spills_and_replays_in_report_order(tmp_path, rules):
     assert not spill.exists()
 
 
+def _runs(writer: RunWriter) -> list[tuple]:
+    """What a writer's runs hold, their files read back."""
+    return [(r.first, r.count, r.guessed, r.chunks, list(r)) for r in writer.finish()]
+
+
+def test_add_all_writes_the_runs_add_writes(tmp_path, rules):
+    found = analyze_text(storm_text(60, noise=0), rules, name="b.log")
+    found = [f._replace(year_guessed=i % 5 == 0) for i, f in enumerate(found)]
+    found += analyze_text(storm_text(20, noise=0), rules, name="a.log")  # out of order: a new run
+    found.insert(10, found[30])  # out of order within a list
+    for spill in (None, tmp_path):
+        one = RunWriter(spill and str(spill / "one"), chunk=7)
+        lists = RunWriter(spill and str(spill / "lists"), chunk=7)
+        for d in (spill / "one", spill / "lists") if spill else ():
+            d.mkdir()
+        rnd = random.Random(3)
+        at = 0
+        while at < len(found):  # lists of 0 to 12, across chunk ends
+            size = rnd.randrange(13)
+            for f in found[at:at + size]:
+                one.add(f)
+            lists.add_all(found[at:at + size])
+            at += size
+        expected, got = _runs(one), _runs(lists)
+        assert got == expected
+        assert len(expected) >= 3 and sum(r[2] for r in expected) > 0
+        assert (spill is None) == all(not r[3] for r in expected)
+
+
 def test_store_of_a_list_is_sorted_like_the_straightforward_sort(rules):
     found = analyze_text(storm_text(30), rules, name="x.log")
     shuffled = found[:]
