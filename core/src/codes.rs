@@ -9,6 +9,15 @@ use std::collections::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use memchr::memmem;
+use std::sync::LazyLock;
+
+/// A literal's searcher, built once (`memmem::find` builds one per call: ten a candidate line).
+macro_rules! finder {
+    ($lit:expr) => {{
+        static FINDER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new($lit));
+        &*FINDER
+    }};
+}
 use regex::bytes::Regex;
 
 pub const GENERIC_FAILED: u32 = 0xFFFF_FFFF;
@@ -109,15 +118,15 @@ impl Codes {
         };
         self.hex(line, &mut add);
         self.bare_hex(line, &mut add);
-        if memmem::find(line, b"134327").is_some() {
+        if finder!(b"134327").find(line).is_some() {
             self.decimals(line, &mut add);
         }
-        if memmem::find(line, b"LLM_").is_some() {
+        if finder!(b"LLM_").find(line).is_some() {
             self.names(line, &mut add);
         }
         self.texts(line, &mut add);
-        let bare = memmem::find(line, b"ffffffff").is_some() || memmem::find(line, b"FFFFFFFF").is_some();
-        if memmem::find(line, b"4294967295").is_some() || memmem::find(line, b"-1").is_some() || bare {
+        let bare = finder!(b"ffffffff").find(line).is_some() || finder!(b"FFFFFFFF").find(line).is_some();
+        if finder!(b"4294967295").find(line).is_some() || finder!(b"-1").find(line).is_some() || bare {
             self.generic_failed(line, bare, &mut add);
         }
         hits.sort_by_key(|h| h.1); // stable: starts are unique anyway
@@ -130,7 +139,7 @@ impl Codes {
 
     /// `_HEX`: (?<![0-9A-Za-z_])0[xX]5010[bB]0(hh)(?:[uU][lL]{0,2}|[lL]{1,2}[uU]?)?(?![0-9A-Za-z_])
     fn hex(&self, line: &[u8], add: &mut impl FnMut(u32, usize, usize, u8)) {
-        if memmem::find(line, b"0x5010").is_none() && memmem::find(line, b"0X5010").is_none() {
+        if finder!(b"0x5010").find(line).is_none() && finder!(b"0X5010").find(line).is_none() {
             return;
         }
         let mut i = 0;
@@ -156,8 +165,9 @@ impl Codes {
 
     /// `_BARE_HEX` in a code context, when some `5010b0` is not the tail of a `0x5010b0`.
     fn bare_hex(&self, line: &[u8], add: &mut impl FnMut(u32, usize, usize, u8)) {
-        let count = |pat: &[u8]| memmem::find_iter(line, pat).count();
-        if count(b"5010b0") + count(b"5010B0") <= count(b"x5010") + count(b"X5010") {
+        let count = |f: &memmem::Finder| f.find_iter(line).count();
+        if count(finder!(b"5010b0")) + count(finder!(b"5010B0")) <= count(finder!(b"x5010")) + count(finder!(b"X5010"))
+        {
             return;
         }
         let mut i = 0;
@@ -183,7 +193,7 @@ impl Codes {
 
     /// `_DECIMAL`: (?<![0-9A-Za-z_.\-])(134327\d{4})(?![0-9]|\.\d), in the family, in a code context.
     fn decimals(&self, line: &[u8], add: &mut impl FnMut(u32, usize, usize, u8)) {
-        for i in memmem::find_iter(line, b"134327") {
+        for i in finder!(b"134327").find_iter(line) {
             let end = i + 10;
             if end > line.len() || !line[i + 6..end].iter().all(u8::is_ascii_digit) {
                 continue;
@@ -200,7 +210,9 @@ impl Codes {
             if !in_family || !self.has_context(line, i) {
                 continue;
             }
-            let repr = memmem::find(&line[i.saturating_sub(64)..i], b"<LLMStatusCode.").is_some();
+            let repr = finder!(b"<LLMStatusCode.")
+                .find(&line[i.saturating_sub(64)..i])
+                .is_some();
             add(value, i, end, if repr { REPR } else { DECIMAL });
         }
     }
@@ -208,7 +220,7 @@ impl Codes {
     /// `_NAME`: (?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_]), a name of the catalog.
     fn names(&self, line: &[u8], add: &mut impl FnMut(u32, usize, usize, u8)) {
         let mut resume = 0;
-        for i in memmem::find_iter(line, b"LLM_") {
+        for i in finder!(b"LLM_").find_iter(line) {
             if i < resume || (i > 0 && word(line[i - 1])) {
                 continue;
             }
@@ -231,7 +243,7 @@ impl Codes {
 
     fn texts(&self, line: &[u8], add: &mut impl FnMut(u32, usize, usize, u8)) {
         if let Some(re) = &self.errno
-            && memmem::find(line, b"ErrorNo").is_some()
+            && finder!(b"ErrorNo").find(line).is_some()
         {
             for c in re.captures_iter(line) {
                 if let Some(g) = c.get(1)
@@ -251,8 +263,8 @@ impl Codes {
     /// `_generic_failed`: the first 4294967295 or -1 (then, when `bare`, ffffffff) after a code word.
     fn generic_failed(&self, line: &[u8], bare: bool, add: &mut impl FnMut(u32, usize, usize, u8)) {
         // _FAILED_DECIMAL: (?<![0-9A-Za-z_.\-])(?:4294967295|-1)(?![0-9]|\.\d)
-        let mut starts: Vec<(usize, usize)> = memmem::find_iter(line, b"4294967295").map(|i| (i, i + 10)).collect();
-        starts.extend(memmem::find_iter(line, b"-1").map(|i| (i, i + 2)));
+        let mut starts: Vec<(usize, usize)> = finder!(b"4294967295").find_iter(line).map(|i| (i, i + 10)).collect();
+        starts.extend(finder!(b"-1").find_iter(line).map(|i| (i, i + 2)));
         starts.sort_unstable();
         for (i, end) in starts {
             if !number_bounds(line, i, end) {
@@ -267,8 +279,8 @@ impl Codes {
             return;
         }
         // _BARE_FAILED: (?<![0-9A-Za-z_])(?:ffffffff|FFFFFFFF)(?![0-9A-Za-z_])
-        let mut starts: Vec<usize> = memmem::find_iter(line, b"ffffffff").collect();
-        starts.extend(memmem::find_iter(line, b"FFFFFFFF"));
+        let mut starts: Vec<usize> = finder!(b"ffffffff").find_iter(line).collect();
+        starts.extend(finder!(b"FFFFFFFF").find_iter(line));
         starts.sort_unstable();
         let mut resume = 0;
         for i in starts {
