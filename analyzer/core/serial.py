@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from itertools import compress, islice
-from typing import Any
+from typing import Any, cast
 
 from .errors import InputError
 from .records import NO_TEXT, Finding, RuleText, RuleTexts
@@ -156,24 +156,34 @@ NATIVE_BATCH = 1024  # findings per call of the compiled encoder
 
 
 def finding_lines(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None) -> Iterator[str]:
-    """`finding_line` of each finding, in order. `native`: the compiled core's twin of `_fast`
-    (`ddtriage_core.finding_lines`, a batch at a time; None for a finding it leaves to Python),
-    used only while `_fast` is the encoder; it is given each rule's remedy and references as
-    `_cached` encodes them, so both write the same bytes (tests/core/test_serial_native.py)."""
+    """`finding_line` of each finding, in order (`finding_batches`, one line at a time)."""
+    for batch in finding_batches(findings, texts, native):
+        yield from batch
+
+
+def finding_batches(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None
+                    ) -> Iterator[list[str]]:
+    """`finding_line` of each finding, in order, a non-empty list at a time (a writer joins a list
+    and writes it once). `native`: the compiled core's twin of `_fast` (`ddtriage_core.finding_lines`,
+    a batch at a time; None for a finding it leaves to Python), used only while `_fast` is the
+    encoder; it is given each rule's remedy and references as `_cached` encodes them, so both write
+    the same bytes (tests/core/test_serial_native.py)."""
     encode = finding_line
+    it = iter(findings)
     if native is None or encode is not _fast:
-        for f in findings:
-            yield encode(f, texts)
+        while batch := list(islice(it, NATIVE_BATCH)):
+            yield [encode(f, texts) for f in batch]
         return
     rules: dict[str, tuple[str, str]] = {}
-    it = iter(findings)
     while batch := list(islice(it, NATIVE_BATCH)):
         for rule in {f.rule for f in batch}.difference(rules):
             if rule.__class__ is str:
                 text = texts.of(rule)
                 rules[rule] = (_cached(text.remedy), _cached(text.references))
-        for f, line in zip(batch, native(batch, rules), strict=True):
-            yield _fast(f, texts) if line is None else line
+        lines = native(batch, rules)
+        if None in lines:
+            lines = [_fast(f, texts) if line is None else line for f, line in zip(batch, lines, strict=True)]
+        yield cast("list[str]", lines)
 
 
 # --- indented JSON (the JSON report's head, SARIF) ---------------------------------------------------

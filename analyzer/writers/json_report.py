@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.records import report_key
-from ..core.serial import REPORT_VERSION, finding_dict, finding_lines, indented
+from ..core.serial import REPORT_VERSION, finding_batches, finding_dict, indented
 from ..scan.blocks import core_finding_lines
 from .safe import json_text
 
@@ -61,24 +61,24 @@ def write(analysis: Analysis, out: TextIO) -> None:
     out.write(json_text(tail[:-2]) + ',\n  "findings": [')  # the head without its closing "\n}"
     sep = "\n    "
     written = False
-    for line in _lines(analysis):
-        out.write(sep + json_text(line))
+    for batch in _batches(analysis):  # json_text escapes a character at a time: a batch joined is alike
+        out.write(sep + json_text(",\n    ".join(batch)))
         sep, written = ",\n    ", True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
 
 
-def _lines(analysis: Analysis) -> Iterator[str]:
-    """Each finding's JSON line; with a baseline, every finding of the run, marked `baseline: new|known`
-    (the summary counts the new ones)."""
+def _batches(analysis: Analysis) -> Iterator[list[str]]:
+    """Each finding's JSON line, a list at a time; with a baseline, every finding of the run, marked
+    `baseline: new|known` (the summary counts the new ones)."""
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
         # streamed from the store, encoded by the core where it runs
-        yield from finding_lines(analysis.findings, analysis.rule_texts, core_finding_lines())
+        yield from finding_batches(analysis.findings, analysis.rule_texts, core_finding_lines())
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):
-        yield json.dumps(dict(finding_dict(f, analysis.rule_texts), baseline=mark), ensure_ascii=False)
+        yield [json.dumps(dict(finding_dict(f, analysis.rule_texts), baseline=mark), ensure_ascii=False)]
 
 
 def render(analysis: Analysis) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from ..core.serial import finding_lines
+from ..core.serial import finding_batches
 from ..scan.blocks import core_finding_lines
 
 if TYPE_CHECKING:
@@ -21,5 +21,5 @@ suffix = ".jsonl"
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    for line in finding_lines(analysis.findings, analysis.rule_texts, core_finding_lines()):
-        out.write(line + "\n")
+    for batch in finding_batches(analysis.findings, analysis.rule_texts, core_finding_lines()):
+        out.write("\n".join(batch) + "\n")

@@ -38,6 +38,7 @@ def findings(draw):
 def test_native_lines_equal_the_python_encoder(batch):
     assert serial.finding_line is serial._fast  # the encoder the native one twins
     plain = list(serial.finding_lines(batch, TEXTS))
+    assert plain == [serial._fast(f, TEXTS) for f in batch]
     assert list(serial.finding_lines(batch, TEXTS, core.finding_lines)) == plain
     for line, f in zip(plain, batch, strict=True):
         if not any(0xD800 <= ord(c) <= 0xDFFF for c in line):
@@ -55,3 +56,15 @@ def test_native_answers_ordinary_findings_itself():
     lines = core.finding_lines([f, *odd], rules)
     assert lines[0] == serial._fast(f, TEXTS)
     assert lines[1:] == [None, None, None, None]
+
+
+def test_batches_are_the_lines_in_lists_of_native_batch(monkeypatch):
+    """A writer joins each list: the lists hold every line once, in order, the core's and Python's."""
+    monkeypatch.setattr(serial, "NATIVE_BATCH", 3)
+    f = Finding(source="a.log", line=1, timestamp=None, code="0x5010B001", name=None, api=None, api_evidence=None,
+                api_line=None, recoverable=None, rule="r1", action="retry", text="t", form="hex")
+    batch = [f._replace(line=n, text="\ud800" if n % 4 == 0 else "t") for n in range(1, 9)]
+    for native in (None, core.finding_lines):
+        lists = list(serial.finding_batches(batch, TEXTS, native))
+        assert [len(x) for x in lists] == [3, 3, 2]
+        assert sum(lists, []) == [serial._fast(f, TEXTS) for f in batch]
