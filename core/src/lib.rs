@@ -1422,16 +1422,17 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
     if t.len() != 33 {
         return Ok(None);
     }
-    let item = |i: usize| t.get_item(i);
+    // The items held here, so their text is borrowed, not copied.
+    let items: Vec<Bound<'_, PyAny>> = t.iter().collect();
+    let item = |i: usize| -> PyResult<&Bound<'_, PyAny>> { Ok(&items[i]) };
     // exact types only: anything else (a subclass, a bool for an int) is Python's to write
-    fn text(v: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    fn text<'a>(v: &'a Bound<'_, PyAny>) -> PyResult<Option<&'a str>> {
         if v.is_none() {
             return Ok(None);
         }
-        let s = v.cast_exact::<PyString>()?;
-        Ok(Some(s.to_str()?.to_owned()))
+        Ok(Some(v.cast_exact::<PyString>()?.to_str()?))
     }
-    fn must(v: Option<String>) -> PyResult<String> {
+    fn must(v: Option<&str>) -> PyResult<&str> {
         v.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("None"))
     }
     fn int(v: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
@@ -1445,6 +1446,11 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
             return Ok(None);
         }
         Ok(Some(v.cast_exact::<PyBool>()?.is_true()))
+    }
+    fn push_key(out: &mut String, key: &str) {
+        out.push_str(", \"");
+        out.push_str(key);
+        out.push_str("\": ");
     }
     fn push_flag(out: &mut String, v: Option<bool>) {
         out.push_str(match v {
@@ -1461,55 +1467,56 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
             }
         }
     }
-    let rule = must(text(&item(9)?)?)?;
-    let Some(found) = texts.get_item(&rule)? else {
+    let rule = must(text(item(9)?)?)?;
+    let Some(found) = texts.get_item(rule)? else {
         return Ok(None);
     };
     let pair = found.cast_exact::<PyTuple>()?;
-    let remedy = pair.get_item(0)?.cast_exact::<PyString>()?.to_str()?.to_owned();
-    let references = pair.get_item(1)?.cast_exact::<PyString>()?.to_str()?.to_owned();
+    let (remedy, references) = (pair.get_item(0)?, pair.get_item(1)?);
+    let remedy = remedy.cast_exact::<PyString>()?.to_str()?;
+    let references = references.cast_exact::<PyString>()?.to_str()?;
     let mut o = String::with_capacity(1024);
     o.push_str("{\"source\": ");
-    push_string(&mut o, &must(text(&item(0)?)?)?);
+    push_string(&mut o, must(text(item(0)?)?)?);
     o.push_str(", \"line\": ");
     push_int(
         &mut o,
-        Some(int(&item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?),
+        Some(int(item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?),
     );
     o.push_str(", \"timestamp\": ");
-    push_opt(&mut o, text(&item(2)?)?.as_deref());
+    push_opt(&mut o, text(item(2)?)?);
     o.push_str(", \"time_source\": ");
-    push_opt(&mut o, text(&item(31)?)?.as_deref());
+    push_opt(&mut o, text(item(31)?)?);
     o.push_str(", \"inferred_time\": ");
-    push_opt(&mut o, text(&item(23)?)?.as_deref());
+    push_opt(&mut o, text(item(23)?)?);
     o.push_str(", \"code\": ");
-    push_string(&mut o, &must(text(&item(3)?)?)?);
+    push_string(&mut o, must(text(item(3)?)?)?);
     o.push_str(", \"name\": ");
-    push_opt(&mut o, text(&item(4)?)?.as_deref());
+    push_opt(&mut o, text(item(4)?)?);
     o.push_str(", \"known\": ");
-    push_flag(&mut o, flag(&item(16)?)?);
+    push_flag(&mut o, flag(item(16)?)?);
     o.push_str(", \"api\": ");
-    push_opt(&mut o, text(&item(5)?)?.as_deref());
+    push_opt(&mut o, text(item(5)?)?);
     o.push_str(", \"api_evidence\": ");
-    push_opt(&mut o, text(&item(6)?)?.as_deref());
+    push_opt(&mut o, text(item(6)?)?);
     o.push_str(", \"api_line\": ");
-    push_int(&mut o, int(&item(7)?)?);
+    push_int(&mut o, int(item(7)?)?);
     o.push_str(", \"recoverable\": ");
-    push_flag(&mut o, flag(&item(8)?)?);
+    push_flag(&mut o, flag(item(8)?)?);
     o.push_str(", \"rule\": ");
-    push_string(&mut o, &rule);
+    push_string(&mut o, rule);
     o.push_str(", \"fingerprint\": ");
-    push_string(&mut o, &must(text(&item(24)?)?)?);
+    push_string(&mut o, must(text(item(24)?)?)?);
     o.push_str(", \"action\": ");
-    push_string(&mut o, &must(text(&item(10)?)?)?);
+    push_string(&mut o, must(text(item(10)?)?)?);
     o.push_str(", \"remedy\": ");
-    o.push_str(&remedy);
+    o.push_str(remedy);
     o.push_str(", \"references\": ");
-    o.push_str(&references);
+    o.push_str(references);
     o.push_str(", \"form\": ");
-    push_string(&mut o, &must(text(&item(12)?)?)?);
+    push_string(&mut o, must(text(item(12)?)?)?);
     o.push_str(", \"in_cluster_results\": ");
-    push_flag(&mut o, flag(&item(15)?)?);
+    push_flag(&mut o, flag(item(15)?)?);
     for (key, i) in [
         ("bundle", 25),
         ("node", 18),
@@ -1519,26 +1526,26 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
         ("envelope", 29),
         ("envelope_time", 30),
     ] {
-        let _ = write!(o, ", \"{key}\": ");
-        push_opt(&mut o, text(&item(i)?)?.as_deref());
+        push_key(&mut o, key);
+        push_opt(&mut o, text(item(i)?)?);
     }
     o.push_str(", \"kind\": ");
-    push_string(&mut o, &must(text(&item(19)?)?)?);
+    push_string(&mut o, must(text(item(19)?)?)?);
     for (key, i) in [("device", 20), ("pid", 13), ("tid", 14)] {
-        let _ = write!(o, ", \"{key}\": ");
-        push_opt(&mut o, text(&item(i)?)?.as_deref());
+        push_key(&mut o, key);
+        push_opt(&mut o, text(item(i)?)?);
     }
     o.push_str(", \"causes\": [");
     // (line, family, code, meaning) each, as `serial._cached` writes `_plain(causes)`
-    let whole = push_each(&mut o, &item(22)?, 4, |o, c| {
+    let whole = push_each(&mut o, item(22)?, 4, |o, c| {
         o.push_str("{\"line\": ");
         push_int(
             o,
             Some(int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?),
         );
         for (key, i) in [("family", 1), ("code", 2), ("meaning", 3)] {
-            let _ = write!(o, ", \"{key}\": ");
-            push_string(o, &must(text(&c.get_item(i)?)?)?);
+            push_key(o, key);
+            push_string(o, must(text(&c.get_item(i)?)?)?);
         }
         o.push('}');
         Ok(())
@@ -1546,17 +1553,17 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
     o.push_str("], \"link\": {");
     // (kind, value) each, as `serial._link` writes them
     let whole = whole
-        && push_each(&mut o, &item(32)?, 2, |o, kv| {
-            push_string(o, &must(text(&kv.get_item(0)?)?)?);
+        && push_each(&mut o, item(32)?, 2, |o, kv| {
+            push_string(o, must(text(&kv.get_item(0)?)?)?);
             o.push_str(": ");
-            push_string(o, &must(text(&kv.get_item(1)?)?)?);
+            push_string(o, must(text(&kv.get_item(1)?)?)?);
             Ok(())
         })?;
     if !whole {
         return Ok(None);
     }
     o.push_str("}, \"text\": ");
-    push_string(&mut o, &must(text(&item(11)?)?)?);
+    push_string(&mut o, must(text(item(11)?)?)?);
     o.push('}');
     Ok(Some(o))
 }
