@@ -226,7 +226,9 @@ class Bursts:
         self.close_all()
         other.close_all()
         self.bursts += other.bursts
-        self.trim()
+        # Trimmed lazily, as `keep` does: a sort at every merge cost the merges of many small tallies dearly.
+        if len(self.bursts) >= 2 * MAX_BURSTS:
+            self.trim()
         self.count += other.count
         for gkey, group in other.groups.items():
             if gkey in self.groups:

@@ -48,6 +48,7 @@ def test_empty_summary(rules):
 
 # --- a file's byte ranges: their tallies, extended in order, equal one tally of every finding ---------
 
+import itertools  # noqa: E402
 import random  # noqa: E402
 
 import analyzer.diagnose.bursts as bursts_mod  # noqa: E402
@@ -126,6 +127,30 @@ def test_range_tallies_extended_equal_one_tally(steps, cuts, cap):
         # the bursts' keys too (the thread's burst numbers only break ties the summary never shows)
         assert [k for k, _ in merged.bursts.bursts] == [k for k, _ in one.bursts.bursts]
         assert {g: a.key for g, a in merged.bursts.groups.items()} == {g: a.key for g, a in one.bursts.groups.items()}
+    finally:
+        bursts_mod.MAX_BURSTS = old_cap
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_STEP, min_size=1, max_size=120), st.lists(st.integers(1, 119), max_size=6), st.integers(1, 4))
+def test_tallies_of_sources_merged_equal_one_tally(steps, cuts, cap):
+    """Sources tallied apart and merged (a unit's, a fleet's units) give the one tally's summary,
+    the kept bursts cut at a cap the merges cross (trimmed lazily)."""
+    findings = _findings(steps)
+    bounds = [0, *sorted(set(cuts)), len(findings)]
+    sources = [[f._replace(source=f"s{9 - i}.log") for f in findings[a:b]]  # sources in any order
+               for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+    old_cap = bursts_mod.MAX_BURSTS
+    bursts_mod.MAX_BURSTS = cap
+    try:
+        one, merged = Tally(), Tally()
+        for part_findings in sources:
+            part = Tally()
+            for f in part_findings:
+                one.add(f)
+                part.add(f)
+            merged.merge(part)
+        assert merged.summary() == one.summary()
     finally:
         bursts_mod.MAX_BURSTS = old_cap
 
