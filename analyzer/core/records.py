@@ -173,11 +173,22 @@ FindingKey = tuple[str, int, str]  # a finding's place in every report: (source,
 report_key: Callable[[Finding], FindingKey] = itemgetter(0, 1, 3)
 
 
+_LINE, _API_LINE, _CAUSES = (Finding._fields.index(name) for name in ("line", "api_line", "causes"))
+_make_finding = Finding._make
+
+
 def shifted(f: Finding, lines: int) -> Finding:
     """A finding of a later byte range of a file, renumbered by the `lines` before that range (its
-    line, its API's line and its causes' lines): the one rule for it (the store, the range tallies)."""
-    return f._replace(line=f.line + lines, api_line=None if f.api_line is None else f.api_line + lines,
-                      causes=tuple((c[0] + lines, *c[1:]) for c in f.causes))
+    line, its API's line and its causes' lines): the one rule for it (the store, the range tallies).
+    By position, not `_replace` (its keywords cost ~6 us a finding; every finding of a split file's
+    later ranges passes here as the report is written)."""
+    values = list(f)
+    values[_LINE] += lines
+    if values[_API_LINE] is not None:
+        values[_API_LINE] += lines
+    if values[_CAUSES]:
+        values[_CAUSES] = tuple((c[0] + lines, *c[1:]) for c in values[_CAUSES])
+    return _make_finding(values)
 
 
 def process_key(pod: str | None, container: str | None, pid: str | None) -> str | None:
