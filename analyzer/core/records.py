@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .observations import Observed
 
@@ -182,12 +182,12 @@ def shifted(f: Finding, lines: int) -> Finding:
     line, its API's line and its causes' lines): the one rule for it (the store, the range tallies).
     By position, not `_replace` (its keywords cost ~6 us a finding; every finding of a split file's
     later ranges passes here as the report is written)."""
-    values = list(f)
-    values[_LINE] += lines
-    if values[_API_LINE] is not None:
-        values[_API_LINE] += lines
-    if values[_CAUSES]:
-        values[_CAUSES] = tuple((c[0] + lines, *c[1:]) for c in values[_CAUSES])
+    values: list[Any] = list(f)
+    values[_LINE] = f.line + lines
+    if f.api_line is not None:
+        values[_API_LINE] = f.api_line + lines
+    if f.causes:
+        values[_CAUSES] = tuple((c[0] + lines, *c[1:]) for c in f.causes)
     return _make_finding(values)
 
 
