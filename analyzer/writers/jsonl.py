@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..core.serial import finding_batches
 from ..scan.blocks import core_finding_lines
+from .safe import json_text
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -22,4 +23,6 @@ suffix = ".jsonl"
 
 def write(analysis: Analysis, out: TextIO) -> None:
     for batch in finding_batches(analysis.findings, analysis.rule_texts, core_finding_lines()):
-        out.write("\n".join(batch) + "\n")
+        # escaped as the JSON report is (a character at a time, so a joined batch alike): a line
+        # printed by `cat` or `tail -f` acts on no terminal, and decodes to the same strings
+        out.write(json_text("\n".join(batch)) + "\n")

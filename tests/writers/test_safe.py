@@ -17,7 +17,7 @@ import pytest
 from hostile import ESCAPES, FINDING, ROOT, one_line_error
 from hostile import run_cli as ddtriage
 
-FORMATS = ["text", "json", "markdown", "sarif", "junit", "github", "gitlab"]
+FORMATS = ["text", "json", "jsonl", "markdown", "sarif", "junit", "github", "gitlab"]
 
 
 @pytest.fixture
@@ -117,6 +117,9 @@ def test_no_escape_sequence_reaches_the_terminal_or_the_report(hostile_bundle, f
             assert bad not in text, (bad, text[:2000])
     if fmt in ("json", "sarif", "gitlab"):
         json.loads(result.stdout)  # still valid
+    if fmt == "jsonl":  # each line valid, and the text as the log had it
+        texts = [json.loads(line)["text"] for line in result.stdout.decode().splitlines()]
+        assert texts and any(t.endswith("\x9b\u202e") for t in texts)  # (colour codes are dropped on reading)
     if fmt == "markdown":
         outside_code = re.sub(r"`[^`\n]*`", "", result.stdout.decode())  # a code span shows HTML as text
         assert "<img" not in outside_code
