@@ -20,6 +20,7 @@ cost does not grow with a storm of findings.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -351,12 +352,22 @@ def attach_related(groups: list[_Group], bursts: Sequence[Burst], related: Seque
     node) in time, from LEAD_BEFORE before it to GAP_SECONDS after."""
     taken = {k for g in groups for k in g.related}
     node_sets = [{_node(bursts[i].node) for i in g.bursts} for g in groups]
+    # The groups by start, to ask each event only those whose start is within reach: no later than
+    # LEAD_BEFORE after it, no earlier than the longest group and GAP_SECONDS before it (a second
+    # more each way, so rounding never leaves one out; the exact test is below). An untimed group
+    # (t0 = inf) is never in reach.
+    timed = sorted((g.t0, gi) for gi, g in enumerate(groups) if math.isfinite(g.t0) and math.isfinite(g.t1))
+    starts = [t0 for t0, _ in timed]
+    longest = max((groups[gi].t1 - t0 for t0, gi in timed), default=0.0)
     for k, event in enumerate(related):
         t = seconds(event.timestamp)
         if t is None or k in taken:
             continue
         node, best, best_gap = _node(event.node), None, math.inf
-        for gi, g in enumerate(groups):
+        lo = bisect_left(starts, t - GAP_SECONDS - longest - 1.0)
+        hi = bisect_right(starts, t + LEAD_BEFORE + 1.0)
+        for gi in sorted(gi for _, gi in timed[lo:hi]):  # in group order: the first of equal gaps wins
+            g = groups[gi]
             if not g.t0 - LEAD_BEFORE <= t <= g.t1 + GAP_SECONDS:
                 continue
             if not any(links.linked(node, n) for n in node_sets[gi]):

@@ -292,3 +292,77 @@ def test_the_indexed_neighbours_are_the_nodes_linked_pairwise() -> None:
         for a in names:
             assert indexed.neighbours(a, universe) == tuple(sorted(b for b in names if pairwise.linked(a, b)))
     check()
+
+
+# -- attach_related: the groups within reach of each event, by start ---------------------------------
+
+def _attach_plainly(groups, bursts, related, links) -> None:
+    """attach_related as it was: every event asks every group (the twin of the indexed walk)."""
+    import math
+
+    from analyzer.core.times import seconds
+    from analyzer.diagnose.incidents import GAP_SECONDS, LEAD_BEFORE, _node
+
+    taken = {k for g in groups for k in g.related}
+    node_sets = [{_node(bursts[i].node) for i in g.bursts} for g in groups]
+    for k, event in enumerate(related):
+        t = seconds(event.timestamp)
+        if t is None or k in taken:
+            continue
+        node, best, best_gap = _node(event.node), None, math.inf
+        for gi, g in enumerate(groups):
+            if not g.t0 - LEAD_BEFORE <= t <= g.t1 + GAP_SECONDS:
+                continue
+            if not any(links.linked(node, n) for n in node_sets[gi]):
+                continue
+            gap = 0.0 if g.t0 <= t <= g.t1 else min(abs(t - g.t0), abs(t - g.t1))
+            if gap < best_gap:
+                best, best_gap = gi, gap
+        if best is not None:
+            groups[best].related.append(k)
+
+
+def test_related_errors_join_the_groups_the_plain_walk_joins():
+    """On random groups (long and short, untimed, sharing starts) and events (untimed, at the edges
+    of reach, already taken), the indexed walk attaches each event where asking every group does."""
+    import math
+    import random
+    from datetime import datetime, timedelta
+    from types import SimpleNamespace
+
+    from analyzer.core.times import seconds
+    from analyzer.diagnose.incidents import Links, _Group, attach_related
+
+    base = datetime(2025, 11, 12, 3, 40)
+    for seed in range(300):
+        rnd = random.Random(seed)
+        nodes = ["n1", "n2", None][: rnd.randint(1, 3)]
+        bursts = [SimpleNamespace(node=rnd.choice(nodes)) for _ in range(12)]
+
+        def stamp(ms: int) -> str:
+            return (base + timedelta(milliseconds=ms)).isoformat(timespec="milliseconds")
+
+        groups = []
+        for _ in range(rnd.randint(0, 10)):
+            g = _Group(bursts=rnd.sample(range(12), rnd.randint(1, 3)))
+            if rnd.random() < 0.85:
+                start = rnd.choice([0, 500, 1000, rnd.randint(0, 20_000)])
+                g.t0 = seconds(stamp(start))
+                g.t1 = seconds(stamp(start + rnd.choice([0, 400, rnd.randint(0, 60_000)])))
+            groups.append(g)
+        related = []
+        for _ in range(rnd.randint(0, 25)):
+            at = rnd.randint(-3_000, 85_000)
+            if groups and rnd.random() < 0.4:  # at an edge of some group's reach, to the millisecond
+                g = rnd.choice(groups)
+                if math.isfinite(g.t0):
+                    at = int(round((g.t0 - seconds(stamp(0))) * 1000)) + rnd.choice([-1000, -1001, 0, 500, 501])
+            related.append(SimpleNamespace(timestamp=None if rnd.random() < 0.1 else stamp(at),
+                                           node=rnd.choice(nodes)))
+        if groups and related:
+            groups[0].related.append(0)  # taken already: left alone
+        plain = [_Group(list(g.bursts), list(g.related), g.t0, g.t1) for g in groups]
+        links = Links({}, [])
+        attach_related(groups, bursts, related, links)
+        _attach_plainly(plain, bursts, related, links)
+        assert [g.related for g in groups] == [g.related for g in plain], seed
