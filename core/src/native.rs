@@ -292,6 +292,9 @@ pub struct Stream {
     calls: Callbacks,
     shared: Shared,
     rules: HashMap<String, Py<PyAny>>, // rule id -> its text, once
+    // The texts a storm's findings repeat (code, name, API, pid, tid, fingerprint), one Python
+    // string each: fewer objects to build, and the store's marshal writes a repeat as a reference.
+    texts: HashMap<String, Py<PyString>>,
     node: Option<String>,
     tally: Option<tally::Tally<Obj>>, // the stream's findings counted here (`Tally.from_core`)
     fresh: Fresh,
@@ -392,6 +395,30 @@ fn view_of<'a>(f: &'a FindingRec, cfg: &'a StreamCfg, node: &'a Option<String>) 
 fn opt<'py>(py: Python<'py>, s: &Option<String>) -> Bound<'py, PyAny> {
     match s {
         Some(s) => PyString::new(py, s).into_any(),
+        None => py.None().into_bound(py),
+    }
+}
+
+/// `s` as a Python string, the same object for the same text while fewer than 4,096 are kept.
+fn shared_text<'py>(texts: &mut HashMap<String, Py<PyString>>, py: Python<'py>, s: &str) -> Bound<'py, PyAny> {
+    if let Some(t) = texts.get(s) {
+        return t.bind(py).clone().into_any();
+    }
+    if texts.len() >= 4096 {
+        texts.clear(); // a stream of ever-new texts: no more than a bounded table
+    }
+    let t = PyString::new(py, s);
+    texts.insert(s.to_string(), t.clone().unbind());
+    t.into_any()
+}
+
+fn shared_opt<'py>(
+    texts: &mut HashMap<String, Py<PyString>>,
+    py: Python<'py>,
+    s: &Option<String>,
+) -> Bound<'py, PyAny> {
+    match s {
+        Some(s) => shared_text(texts, py, s),
         None => py.None().into_bound(py),
     }
 }
@@ -660,9 +687,9 @@ impl Stream {
             s.source.bind(py).clone(),
             f.line.into_pyobject(py)?.into_any(),
             opt(py, &f.timestamp),
-            PyString::new(py, &f.code).into_any(),
-            opt(py, &r.name),
-            opt(py, &f.api),
+            shared_text(&mut self.texts, py, &f.code),
+            shared_opt(&mut self.texts, py, &r.name),
+            shared_opt(&mut self.texts, py, &f.api),
             opt_static(py, f.api_evidence),
             match f.api_line {
                 Some(n) => n.into_pyobject(py)?.into_any(),
@@ -676,8 +703,8 @@ impl Stream {
             PyString::intern(py, &r.action).into_any(),
             PyString::new(py, &f.text).into_any(),
             PyString::intern(py, f.form).into_any(),
-            opt(py, &f.pid),
-            opt(py, &f.tid),
+            shared_opt(&mut self.texts, py, &f.pid),
+            shared_opt(&mut self.texts, py, &f.tid),
             PyBool::new(py, f.in_cluster_results).to_owned().into_any(),
             PyBool::new(py, r.known).to_owned().into_any(),
             PyBool::new(py, r.generic).to_owned().into_any(),
@@ -687,7 +714,7 @@ impl Stream {
             PyBool::new(py, f.year_guessed).to_owned().into_any(),
             causes.into_any(),
             opt(py, &f.time_hint),
-            PyString::new(py, &f.fingerprint).into_any(),
+            shared_text(&mut self.texts, py, &f.fingerprint),
             s.bundle.bind(py).clone(),
             s.pod.bind(py).clone(),
             s.container.bind(py).clone(),
@@ -769,6 +796,7 @@ impl Stream {
             },
             shared,
             rules: HashMap::new(),
+            texts: HashMap::new(),
             node: cfg_node,
             tally: tally.map(tally::Tally::new),
             fresh: Fresh::default(),
