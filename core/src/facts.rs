@@ -13,15 +13,168 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
-use regex::bytes::{Regex, RegexSet};
+use regex::bytes::Regex;
+use regex_automata::{Anchored, Input as At, PatternID, meta};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
 /// One row of the table, as Python hands it over.
 pub type Row = (String, Vec<String>, Vec<String>, Vec<(String, String)>);
 
 struct Kind {
-    regexes: Vec<(usize, Regex)>,     // (its index in the set, the pattern)
+    patterns: Vec<Pattern>,
     values: HashMap<Vec<u8>, String>, // lower-cased printed value -> the normal one
     portable: bool,
+    starts: u64, // the bits of its patterns' `Start`s
+}
+
+/// One pattern of a kind: its search, and where its matches may start.
+struct Pattern {
+    re: Regex,            // the search of a whole line (a pattern without `start`, a line of many starts)
+    start: Option<Start>, // the anchored search from the places a match may start
+}
+
+/// An anchored search of a pattern from the places its matches may start. regex-syntax says
+/// which literals every match of the pattern begins with (its prefixes: finite, none empty).
+/// Case-folded and cut to `START_BYTES`, they still begin every match; so the pattern's leftmost
+/// match, the one `search` (Python) and `captures` (Rust) find, is the anchored match at the
+/// first place one of them begins where there is a match at all. Cheaper than searching the
+/// whole line: most lines have a few such places, and an anchored search that fails stops within
+/// a few bytes.
+struct Start {
+    re: meta::Regex,
+    bit: u64,               // its bit in `Starts`
+    prefixes: Vec<Vec<u8>>, // lower-cased
+    slots: usize,           // the slots to ask for: up to the last group read
+    value: Option<usize>,   // the index of each group read
+    ip: Option<usize>,
+    port: Option<usize>,
+}
+
+/// Up to this many bytes of a pattern's prefix literals are looked for.
+const START_BYTES: usize = 8;
+/// Up to this many places a line's patterns may start; a line with more is searched whole.
+const MAX_STARTS: usize = 64;
+
+impl Start {
+    /// The anchored search of `pattern` (with its `(?-u)`), its bit `bit`; None when its prefixes
+    /// are not a finite set of non-empty literals, or it reads many groups.
+    fn new(pattern: &str, bit: u64) -> Option<Start> {
+        let hir = regex_syntax::ParserBuilder::new()
+            .utf8(false)
+            .build()
+            .parse(pattern)
+            .ok()?;
+        let seq = Extractor::new()
+            .kind(ExtractKind::Prefix)
+            .limit_class(64)
+            .limit_total(4096)
+            .extract(&hir);
+        let mut prefixes: Vec<Vec<u8>> = seq
+            .literals()?
+            .iter()
+            .map(|l| l.as_bytes()[..l.len().min(START_BYTES)].to_ascii_lowercase())
+            .collect();
+        if prefixes.is_empty() || prefixes.iter().any(|l| l.is_empty()) {
+            return None;
+        }
+        prefixes.sort();
+        prefixes.dedup();
+        // as `regex::bytes::Regex` builds it
+        let re = meta::Regex::builder()
+            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+            .configure(meta::Config::new().utf8_empty(false))
+            .build(pattern)
+            .ok()?;
+        let group = |name: &str| re.group_info().to_index(PatternID::ZERO, name);
+        let (value, ip, port) = (group("value"), group("ip"), group("port"));
+        let slots = 2 * (1 + [value, ip, port].into_iter().flatten().max().unwrap_or(0));
+        (slots <= SLOTS).then_some(Start {
+            re,
+            bit,
+            prefixes,
+            slots,
+            value,
+            ip,
+            port,
+        })
+    }
+
+    /// The value of the leftmost match (None: no match), given the places `starts` where the
+    /// pattern's prefixes may begin, in order.
+    fn first(&self, line: &[u8], starts: &[(u32, u64)]) -> Option<Vec<u8>> {
+        for &(at, bits) in starts {
+            if bits & self.bit == 0 {
+                continue;
+            }
+            let mut slots = [None; SLOTS];
+            let slots = &mut slots[..self.slots];
+            let input = At::new(line).span(at as usize..line.len()).anchored(Anchored::Yes);
+            if self.re.search_slots(&input, slots).is_none() {
+                continue;
+            }
+            let span = |group: Option<usize>| match group.map(|g| (slots[2 * g], slots[2 * g + 1])) {
+                Some((Some(a), Some(b))) => Some(&line[a.get()..b.get()]),
+                _ => None,
+            };
+            return Some(value_of(span(self.value), span(self.ip), span(self.port)));
+        }
+        None
+    }
+}
+
+const SLOTS: usize = 16;
+
+/// `FactPattern.find`'s value of a match: its `value` group, else `ip`:`port` when both are
+/// there and not empty, else nothing (empty).
+fn value_of(value: Option<&[u8]>, ip: Option<&[u8]>, port: Option<&[u8]>) -> Vec<u8> {
+    match (value, ip, port) {
+        (Some(v), _, _) => v.to_vec(),
+        (None, Some(ip), Some(port)) if !ip.is_empty() && !port.is_empty() => [ip, b":", port].concat(),
+        _ => Vec::new(),
+    }
+}
+
+/// Where the anchored patterns' matches may start: per byte of a 3-byte window (257: past the
+/// line's end), the patterns one of whose prefixes allows it, in either case. A window allowed
+/// by all three is a place to try (a loose test: the anchored search decides).
+struct Starts {
+    table: [[u64; 257]; 3],
+}
+
+impl Starts {
+    fn new(kinds: &[Kind]) -> Starts {
+        let mut table = [[0u64; 257]; 3];
+        for start in kinds.iter().flat_map(|k| &k.patterns).filter_map(|p| p.start.as_ref()) {
+            for prefix in &start.prefixes {
+                for (k, row) in table.iter_mut().enumerate() {
+                    match prefix.get(k) {
+                        Some(&c) => {
+                            row[c.to_ascii_lowercase() as usize] |= start.bit;
+                            row[c.to_ascii_uppercase() as usize] |= start.bit;
+                        }
+                        None => row.iter_mut().for_each(|bits| *bits |= start.bit),
+                    }
+                }
+            }
+        }
+        Starts { table }
+    }
+
+    /// The places in `line` where a pattern of `want` may start, with the bits of those
+    /// patterns, in order; None when there are more than `MAX_STARTS`.
+    fn find(&self, line: &[u8], want: u64, out: &mut [(u32, u64); MAX_STARTS]) -> Option<usize> {
+        let [t0, t1, t2] = &self.table;
+        let byte = |i: usize| line.get(i).map_or(256, |&b| b as usize);
+        let mut n = 0;
+        for i in 0..line.len() {
+            let bits = t0[line[i] as usize] & t1[byte(i + 1)] & t2[byte(i + 2)] & want;
+            if bits != 0 {
+                *out.get_mut(n)? = (i as u32, bits);
+                n += 1;
+            }
+        }
+        Some(n)
+    }
 }
 
 /// The compiled table.
@@ -30,7 +183,7 @@ pub struct FactTable {
     kinds: Vec<Kind>,
     ac: Option<AhoCorasick>,
     lit_kinds: Vec<Vec<usize>>, // per literal (AC pattern id): the kinds that list it
-    set: Option<RegexSet>,      // every portable pattern: one pass says which to run for captures
+    starts: Box<Starts>,
     pub not_portable: Vec<(String, String)>, // (kind, why)
 }
 
@@ -118,8 +271,9 @@ impl FactTable {
         let mut not_portable = Vec::new();
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut lit_kinds: Vec<Vec<usize>> = Vec::new();
+        let mut n_starts = 0u32;
         for (k, (id, lits, patterns, values)) in rows.into_iter().enumerate() {
-            let mut regexes = Vec::new();
+            let mut regexes: Vec<(Regex, String)> = Vec::new();
             let mut portable = true;
             for p in &patterns {
                 if let Some(why) = unportable(p) {
@@ -127,8 +281,9 @@ impl FactTable {
                     portable = false;
                     break;
                 }
-                match Regex::new(&format!("(?-u){p}")) {
-                    Ok(re) => regexes.push((0, re)),
+                let text = format!("(?-u){p}");
+                match Regex::new(&text) {
+                    Ok(re) => regexes.push((re, text)),
                     Err(e) => {
                         let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
                         not_portable.push((id.clone(), format!("pattern {p:?}: {first}")));
@@ -143,25 +298,29 @@ impl FactTable {
                 regexes.clear();
             }
             let values = values.into_iter().map(|(a, b)| (a.into_bytes(), b)).collect();
+            let mut starts = 0u64;
+            let patterns = regexes
+                .into_iter()
+                .map(|(re, text)| {
+                    // the first 64 patterns with prefixes have a bit each; the others search whole lines
+                    let bit = 1u64.checked_shl(n_starts).unwrap_or(0);
+                    let start = (bit != 0).then(|| Start::new(&text, bit)).flatten();
+                    if start.is_some() {
+                        n_starts += 1;
+                        starts |= bit;
+                    }
+                    Pattern { re, start }
+                })
+                .collect();
             ids.push(id);
             kinds.push(Kind {
-                regexes,
+                patterns,
                 values,
                 portable,
+                starts,
             });
         }
-        let mut texts = Vec::new();
-        for kind in &mut kinds {
-            for (i, re) in &mut kind.regexes {
-                *i = texts.len();
-                texts.push(re.as_str().to_string());
-            }
-        }
-        let set = if texts.is_empty() {
-            None
-        } else {
-            Some(RegexSet::new(&texts).map_err(|e| e.to_string())?)
-        };
+        let starts = Box::new(Starts::new(&kinds));
         let lit_kinds = with_prefixes(&literals, &lit_kinds);
         let ac = leftmost_longest(&literals)?;
         Ok(FactTable {
@@ -169,9 +328,19 @@ impl FactTable {
             kinds,
             ac,
             lit_kinds,
-            set,
+            starts,
             not_portable,
         })
+    }
+
+    /// Per pattern, in order: whether it is searched from the places it may start (for the tests).
+    #[allow(dead_code)] // used by tests/props.rs
+    pub fn anchored(&self) -> Vec<bool> {
+        self.kinds
+            .iter()
+            .flat_map(|k| &k.patterns)
+            .map(|p| p.start.is_some())
+            .collect()
     }
 
     /// The facts of one raw line (no newline), as `find_plainly(decode(raw))` gives them.
@@ -204,32 +373,35 @@ impl FactTable {
         if !present.contains(&true) {
             return Answer::Facts(out);
         }
-        let Some(set) = &self.set else {
-            return Answer::Facts(out);
+        // where the present kinds' patterns may start (None: too many places, search whole lines)
+        let want = self
+            .kinds
+            .iter()
+            .zip(&present)
+            .filter(|(_, here)| **here)
+            .fold(0, |m, (k, _)| m | k.starts);
+        let mut places = [(0u32, 0u64); MAX_STARTS];
+        let starts = if want == 0 {
+            Some(0)
+        } else {
+            self.starts.find(line, want, &mut places)
         };
-        let matched = set.matches(line);
         for (k, kind) in self.kinds.iter().enumerate() {
             if !present[k] {
                 continue;
             }
             // FactPattern.find: the first spelling whose `value` (else `ip`:`port`) is not empty.
-            for (i, re) in &kind.regexes {
-                if !matched.matched(*i) {
-                    continue;
-                }
-                let Some(c) = re.captures(line) else { continue };
-                let value: Vec<u8> = match c.name("value") {
-                    Some(v) => v.as_bytes().to_vec(),
-                    None => match (c.name("ip"), c.name("port")) {
-                        (Some(ip), Some(port)) if !ip.is_empty() && !port.is_empty() => {
-                            [ip.as_bytes(), b":", port.as_bytes()].concat()
-                        }
-                        _ => continue,
-                    },
+            for pattern in &kind.patterns {
+                let value = match (&pattern.start, starts) {
+                    (Some(start), Some(n)) => start.first(line, &places[..n]),
+                    _ => pattern.re.captures(line).map(|c| {
+                        let group = |name: &str| c.name(name).map(|m| m.as_bytes());
+                        value_of(group("value"), group("ip"), group("port"))
+                    }),
                 };
-                if value.is_empty() {
+                let Some(value) = value.filter(|v| !v.is_empty()) else {
                     continue;
-                }
+                };
                 let normal = match kind.values.get(&value.to_ascii_lowercase()) {
                     Some(v) => v.clone(),
                     // printable ASCII: valid UTF-8

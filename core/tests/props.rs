@@ -218,7 +218,7 @@ fn plog_line() -> impl Strategy<Value = Vec<u8>> {
         )
 }
 
-const KINDS: [(&str, &[&str], &[&str]); 4] = [
+const KINDS: [(&str, &[&str], &[&str]); 5] = [
     (
         "role",
         &["ole", "kv_producer"],
@@ -248,6 +248,16 @@ const KINDS: [(&str, &[&str], &[&str]); 4] = [
         "req_id",
         &["req_id", "req_id=", "ster_id"],
         &[r"(?i)\b(?:req|cluster)_id=(?P<value>[A-Za-z0-9]+)"],
+    ),
+    // `[^ =]*` has no finite prefixes: searched whole; the first pattern's value is always empty
+    (
+        "port",
+        &["port", "PORT"],
+        &[
+            r"(?i)port(?P<value>)=",
+            r"\b[^ =]*port\s*=\s*(?P<value>\d+)",
+            r"(?i)remote (?P<value>port)",
+        ],
     ),
 ];
 
@@ -319,7 +329,46 @@ const PROOFS: [(&str, &[&str], &[&str]); 2] = [
 ];
 
 fn fact_bytes() -> impl Strategy<Value = Vec<u8>> {
+    fact_pieces(0..24)
+}
+
+/// `n` pieces of fact lines.
+fn fact_pieces(n: std::ops::Range<usize>) -> impl Strategy<Value = Vec<u8>> {
+    // a name, a separator and a value, as facts are printed (in any case, some values empty)
+    let phrase = (
+        prop::sample::select(vec![
+            &b"role"[..],
+            b"remote",
+            b"cluster_id",
+            b"cluster id",
+            b"\"cluster_id\"",
+            b"req_id",
+            b"port",
+            b"remote port",
+        ]),
+        any::<bool>(),
+        prop::sample::select(vec![&b""[..], b" ", b"=", b" = ", b":", b": ", b"_"]),
+        prop::sample::select(vec![
+            &b""[..],
+            b"7",
+            b"42",
+            b"x",
+            b"prompt",
+            b"Decode",
+            b"10.1.2.3:20405",
+            b"10.1.2.3",
+        ]),
+    )
+        .prop_map(|(name, upper, sep, value)| {
+            let name = if upper {
+                name.to_ascii_uppercase()
+            } else {
+                name.to_vec()
+            };
+            [&b" "[..], &name, sep, value].concat()
+        });
     let piece = prop_oneof![
+        phrase,
         prop::collection::vec(prop::sample::select(b" =:.,_\"0123456789aZ".to_vec()), 0..6),
         prop::collection::vec(any::<u8>(), 0..3),
         prop::sample::select(vec![
@@ -346,11 +395,14 @@ fn fact_bytes() -> impl Strategy<Value = Vec<u8>> {
             b"Pull ",
             b"push_cache",
             b"success",
+            b"port",
+            b"PORT",
+            b"_port=",
             b"\r",
         ])
         .prop_map(|p| p.to_vec()),
     ];
-    prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
+    prop::collection::vec(piece, n).prop_map(|ps| ps.concat())
 }
 
 proptest! {
@@ -455,10 +507,57 @@ proptest! {
 
     #[test]
     fn the_fact_table_answers_as_find_plainly(data in fact_bytes()) {
+        fact_table_answers_plainly(&data)?;
+    }
+
+    /// Lines with more places a pattern may start than the table keeps: searched whole.
+    #[test]
+    fn the_fact_table_answers_long_lines_as_find_plainly(data in fact_pieces(60..200)) {
+        fact_table_answers_plainly(&data)?;
+    }
+}
+
+/// Both searches of a pattern are proved: from the places it may start, and over the whole line.
+#[test]
+fn the_test_table_has_patterns_of_both_searches() {
+    let anchored = fact_table().anchored();
+    assert!(anchored.contains(&true) && anchored.contains(&false), "{anchored:?}");
+}
+
+/// Lines whose answers are written by hand: a match at the line's start, a leftmost match whose
+/// value is empty (the next pattern is asked, not the next match), a name in capitals, a pattern
+/// searched whole.
+#[test]
+fn the_fact_table_reads_these_lines() {
+    let table = fact_table();
+    type Case<'a> = (&'a [u8], &'a [(usize, &'a str)]);
+    let cases: [Case; 4] = [
+        (b"role = prompt, x", &[(0, "Prompt")]),
+        (b" cluster_id= x cluster_id=7", &[(3, "7")]),
+        (b"emo: REMOTE 10.1.2.3:20405", &[(1, "10.1.2.3:20405")]),
+        (b"x port=5 remote port", &[(4, "5")]),
+    ];
+    for (line, want) in cases {
+        let want: Vec<(usize, String)> = want.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        assert_eq!(
+            facts_plainly(line),
+            want,
+            "the reference, {:?}",
+            String::from_utf8_lossy(line)
+        );
+        match table.find(line) {
+            facts::Answer::Facts(found) => assert_eq!(found, want, "{:?}", String::from_utf8_lossy(line)),
+            facts::Answer::Python => panic!("a plain line handed to Python"),
+        }
+    }
+}
+
+fn fact_table_answers_plainly(data: &[u8]) -> Result<(), TestCaseError> {
+    {
         let table = fact_table();
-        let line = facts::without_cr(&data);
+        let line = facts::without_cr(data);
         let plain = line.iter().all(|&b| (0x20..0x7F).contains(&b) || b == b'\t');
-        match table.find(&data) {
+        match table.find(data) {
             facts::Answer::Facts(found) => {
                 prop_assert!(plain);
                 prop_assert_eq!(found, facts_plainly(line));
@@ -466,6 +565,11 @@ proptest! {
             facts::Answer::Python => prop_assert!(!plain),
         }
     }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn the_proof_screen_says_maybe_where_a_proof_may_be(data in fact_bytes()) {
