@@ -28,7 +28,7 @@ from itertools import compress, islice
 from typing import Any, cast
 
 from .errors import InputError
-from .records import NO_TEXT, Finding, RuleText, RuleTexts
+from .records import NO_TEXT, Finding, RuleText, RuleTexts, shifted
 
 
 def finding_dict(f: Finding, texts: RuleTexts) -> dict[str, Any]:
@@ -151,8 +151,10 @@ def _pick() -> Callable[[Finding, RuleTexts], str]:
 finding_line = _pick()
 
 
-NativeLines = Callable[[list[Finding], dict[str, tuple[str, str]]], list["str | None"]]
+NativeLines = Callable[..., list["str | None"]]  # (findings, rule texts, shift=0) -> their lines
+Stored = Iterable[tuple[list[Any], int]]  # findings as a store holds them, and the lines to shift them by
 NATIVE_BATCH = 1024  # findings per call of the compiled encoder
+_RULE = Finding._fields.index("rule")
 
 
 def finding_lines(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None) -> Iterator[str]:
@@ -161,28 +163,36 @@ def finding_lines(findings: Iterable[Finding], texts: RuleTexts, native: NativeL
         yield from batch
 
 
-def finding_batches(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None
-                    ) -> Iterator[list[str]]:
+def finding_batches(findings: Iterable[Finding], texts: RuleTexts, native: NativeLines | None = None,
+                    stored: Stored | None = None) -> Iterator[list[str]]:
     """`finding_line` of each finding, in order, a non-empty list at a time (a writer joins a list
     and writes it once). `native`: the compiled core's twin of `_fast` (`ddtriage_core.finding_lines`,
     a batch at a time; None for a finding it leaves to Python), used only while `_fast` is the
     encoder; it is given each rule's remedy and references as `_cached` encodes them, so both write
-    the same bytes (tests/core/test_serial_native.py)."""
+    the same bytes (tests/core/test_serial_native.py). `stored`: the same findings as the store
+    holds them (`FindingStore.stored`: plain tuples, lines not yet shifted), which `native` reads
+    with no Python work per finding; `findings` is then not read."""
     encode = finding_line
-    it = iter(findings)
     if native is None or encode is not _fast:
+        it = iter(findings)
         while batch := list(islice(it, NATIVE_BATCH)):
             yield [encode(f, texts) for f in batch]
         return
+    if stored is None:
+        it = iter(findings)
+        stored = ((batch, 0) for batch in iter(lambda: list(islice(it, NATIVE_BATCH)), []))
     rules: dict[str, tuple[str, str]] = {}
-    while batch := list(islice(it, NATIVE_BATCH)):
-        for rule in {f.rule for f in batch}.difference(rules):
+    for batch, shift in stored:
+        if not batch:
+            continue
+        for rule in {f[_RULE] for f in batch}.difference(rules):
             if rule.__class__ is str:
                 text = texts.of(rule)
                 rules[rule] = (_cached(text.remedy), _cached(text.references))
-        lines = native(batch, rules)
-        if None in lines:
-            lines = [_fast(f, texts) if line is None else line for f, line in zip(batch, lines, strict=True)]
+        lines = native(batch, rules, shift) if shift else native(batch, rules)
+        if None in lines:  # Python's: as a `Finding`, shifted
+            lines = [_fast(shifted(Finding._make(f), shift), texts) if line is None else line
+                     for f, line in zip(batch, lines, strict=True)]
         yield cast("list[str]", lines)
 
 

@@ -11,14 +11,17 @@ notebook first renders one. `frames()` gives pandas DataFrames (`run.frames`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core import views
 from ..core.observations import NodeFacts, Proof, RelatedEvent
 from ..core.records import InputStats, RuleTexts
+from ..core.serial import NATIVE_BATCH, finding_batches
 from ..diagnose.summary import Summary
 from ..knowledge.rules import RuleSet
+from ..scan.blocks import core_finding_lines
 from .store import FindingStore
 
 if TYPE_CHECKING:
@@ -59,6 +62,15 @@ class Analysis:
         """The texts a writer prints for a finding's rule (`texts`, never None once built)."""
         assert self.texts is not None
         return self.texts
+
+    def finding_json(self) -> Iterator[list[str]]:
+        """Each finding's JSON line (`serial.finding_line`), in report order, a list at a time: encoded
+        by the compiled core where it runs, straight from the store's chunks where no transform
+        applies (`FindingStore.stored`)."""
+        native = core_finding_lines()
+        store = self.findings
+        stored = store.stored(NATIVE_BATCH) if native is not None and store.transform is None else None
+        return finding_batches(store, self.rule_texts, native, stored)
 
     def frames(self, *names: str) -> dict[str, pd.DataFrame]:
         """pandas DataFrames of this run, by name: `findings`, `related`, `incidents`, `bursts`,

@@ -47,6 +47,22 @@ class Run:
     path: str | None = None
     chunks: list[tuple[int, int]] = field(default_factory=list)  # (offset, length) in `path`
     shift: int = 0  # added to line numbers on reading (later byte ranges of a split file)
+    last: FindingKey | None = None  # the last finding's key, unshifted, once the run is complete
+
+    def stored(self, size: int) -> Iterator[list[Finding] | list[tuple[object, ...]]]:
+        """Its findings as held, lists of at most `size`: not yet shifted, and the read-back ones
+        plain tuples (`Finding`'s fields)."""
+        if self.items is not None:
+            for i in range(0, len(self.items), size):
+                yield self.items[i:i + size]
+            return
+        assert self.path is not None
+        with open(self.path, "rb") as handle:
+            for offset, length in self.chunks:
+                handle.seek(offset)
+                chunk = marshal.loads(handle.read(length))
+                for i in range(0, len(chunk), size):
+                    yield chunk[i:i + size]
 
     def __iter__(self) -> Iterator[Finding]:
         if self.items is not None:
@@ -71,6 +87,11 @@ class Run:
     def start(self) -> FindingKey:
         """The first finding's key, shifted."""
         return (self.first[0], self.first[1] + self.shift, self.first[2])
+
+    @property
+    def end(self) -> FindingKey | None:
+        """The last finding's key, shifted; None when not known."""
+        return None if self.last is None else (self.last[0], self.last[1] + self.shift, self.last[2])
 
 
 class RunWriter:
@@ -141,7 +162,8 @@ class RunWriter:
         """An in-memory run written to this writer's spill file (the same findings, on disk)."""
         assert run.items is not None
         self._end_run()
-        items, self._run = run.items, Run(first=run.first, count=run.count, guessed=run.guessed, shift=run.shift)
+        items, self._run = run.items, Run(first=run.first, count=run.count, guessed=run.guessed, shift=run.shift,
+                                          last=run.last)
         for i in range(0, len(items), self.chunk):
             self._buf = items[i:i + self.chunk]
             self._spill()
@@ -152,6 +174,7 @@ class RunWriter:
         run = self._run
         if run is None:
             return
+        run.last = self._last
         if run.chunks:
             if self._buf:
                 self._spill()
@@ -262,6 +285,19 @@ class FindingStore:
                     heapq.heappush(heap, (k, seq, f, it))
                     break
                 yield f
+
+    def stored(self, size: int) -> Iterator[tuple[list[Finding] | list[tuple[object, ...]], int]] | None:
+        """Every stored finding in report order, without the transform, as (findings, shift): lists
+        of at most `size` as `Run.stored` holds them, whose lines `shift` has still to move
+        (`records.shifted`). No work per finding: a writer that encodes a list at a time reads this
+        instead of `raw()`. Only where the runs follow one another (each ends before the next
+        starts, the usual case: a source or a byte range a run); else None."""
+        runs = sorted(self.runs, key=attrgetter("start"))
+        for run, after in zip(runs, runs[1:], strict=False):
+            end = run.end
+            if end is None or end >= after.start:
+                return None
+        return ((found, run.shift) for run in runs for found in run.stored(size))
 
     def close(self) -> None:
         """Delete the spill files."""

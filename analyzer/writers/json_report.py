@@ -22,8 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from ..core.records import report_key
-from ..core.serial import REPORT_VERSION, finding_batches, finding_dict, indented
-from ..scan.blocks import core_finding_lines
+from ..core.serial import REPORT_VERSION, finding_dict, indented
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -73,8 +72,7 @@ def _batches(analysis: Analysis) -> Iterator[list[str]]:
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
-        # streamed from the store, encoded by the core where it runs
-        yield from finding_batches(analysis.findings, analysis.rule_texts, core_finding_lines())
+        yield from analysis.finding_json()  # streamed from the store
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):

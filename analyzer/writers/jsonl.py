@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from ..core.serial import finding_batches
-from ..scan.blocks import core_finding_lines
 from .safe import json_text
 
 if TYPE_CHECKING:
@@ -22,7 +20,7 @@ suffix = ".jsonl"
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    for batch in finding_batches(analysis.findings, analysis.rule_texts, core_finding_lines()):
+    for batch in analysis.finding_json():
         # escaped as the JSON report is (a character at a time, so a joined batch alike): a line
         # printed by `cat` or `tail -f` acts on no terminal, and decodes to the same strings
         out.write(json_text("\n".join(batch)) + "\n")

@@ -1383,13 +1383,16 @@ fn tune_allocator(mmap: usize, trim: usize) -> bool {
 /// The JSON lines of a batch of findings (`analyzer.core.serial.finding_lines`' twin): per finding
 /// (a `Finding` tuple) its line, or None where Python must write it (a type the fast encoder does
 /// not know exactly, text that is not valid Unicode, a rule missing from `texts`). `texts`: rule
-/// id -> (remedy JSON, references JSON), as `serial._cached` encodes them.
+/// id -> (remedy JSON, references JSON), as `serial._cached` encodes them. `shift`: added to each
+/// finding's line, API line and causes' lines (`records.shifted`: a later byte range's findings as
+/// the store holds them).
 #[pyfunction]
-fn finding_lines(findings: &Bound<'_, PyList>, texts: &Bound<'_, PyDict>) -> PyResult<Vec<Option<String>>> {
+#[pyo3(signature = (findings, texts, shift=0))]
+fn finding_lines(findings: &Bound<'_, PyList>, texts: &Bound<'_, PyDict>, shift: i64) -> PyResult<Vec<Option<String>>> {
     guarded("finding_lines", || {
         let mut out = Vec::with_capacity(findings.len());
         for f in findings.iter() {
-            out.push(finding_line(&f, texts).ok().flatten());
+            out.push(finding_line(&f, texts, shift).ok().flatten());
         }
         Ok(out)
     })
@@ -1416,7 +1419,7 @@ fn push_each(
     Ok(true)
 }
 
-fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
+fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>, shift: i64) -> PyResult<Option<String>> {
     use findingjson::{push_opt, push_string};
     let t = f.cast::<PyTuple>()?;
     if t.len() != 33 {
@@ -1447,6 +1450,11 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
         }
         Ok(Some(v.cast_exact::<PyBool>()?.is_true()))
     }
+    // a line moved by `shift`; past i64, Python writes the finding (its ints have no bound)
+    let moved = |n: i64| {
+        n.checked_add(shift)
+            .ok_or_else(|| pyo3::exceptions::PyOverflowError::new_err("line"))
+    };
     fn push_key(out: &mut String, key: &str) {
         out.push_str(", \"");
         out.push_str(key);
@@ -1481,7 +1489,9 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
     o.push_str(", \"line\": ");
     push_int(
         &mut o,
-        Some(int(item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?),
+        Some(moved(
+            int(item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?,
+        )?),
     );
     o.push_str(", \"timestamp\": ");
     push_opt(&mut o, text(item(2)?)?);
@@ -1500,7 +1510,7 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
     o.push_str(", \"api_evidence\": ");
     push_opt(&mut o, text(item(6)?)?);
     o.push_str(", \"api_line\": ");
-    push_int(&mut o, int(item(7)?)?);
+    push_int(&mut o, int(item(7)?)?.map(moved).transpose()?);
     o.push_str(", \"recoverable\": ");
     push_flag(&mut o, flag(item(8)?)?);
     o.push_str(", \"rule\": ");
@@ -1541,7 +1551,9 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>) -> PyResult<Opt
         o.push_str("{\"line\": ");
         push_int(
             o,
-            Some(int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?),
+            Some(moved(
+                int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?,
+            )?),
         );
         for (key, i) in [("family", 1), ("code", 2), ("meaning", 3)] {
             push_key(o, key);

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from analyzer.core import serial
-from analyzer.core.records import Finding, RuleText, RuleTexts
+from analyzer.core.records import Finding, RuleText, RuleTexts, shifted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,3 +68,16 @@ def test_batches_are_the_lines_in_lists_of_native_batch(monkeypatch):
         lists = list(serial.finding_batches(batch, TEXTS, native))
         assert [len(x) for x in lists] == [3, 3, 2]
         assert sum(lists, []) == [serial._fast(f, TEXTS) for f in batch]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(findings(), max_size=8), st.integers(-(1 << 40), 1 << 40))
+def test_native_lines_of_stored_tuples_are_the_shifted_findings_lines(batch, shift):
+    """A store's read-back tuples and their range's shift (`FindingStore.stored`): the lines of the
+    findings `records.shifted` gives, by the core (lines past 64 bits left to Python) and by Python."""
+    expected = [serial._fast(shifted(f, shift), TEXTS) for f in batch]
+    stored = [(list(map(tuple, batch[:3])), shift), ([], shift), (list(map(tuple, batch[3:])), shift)]
+    for native in (None, core.finding_lines):
+        given_stored = stored if native else None  # Python's encoder reads the findings themselves
+        findings = [shifted(f, shift) for f in batch]
+        assert sum(serial.finding_batches(findings, TEXTS, native, given_stored), []) == expected

@@ -18,6 +18,7 @@ import analyzer.run.parallel as parallel
 import analyzer.run.store as store_mod
 from analyzer import analyze, analyze_text, load_rules
 from analyzer.cli import cli
+from analyzer.core.records import Finding, shifted
 from analyzer.core.records import report_key as sort_key
 from analyzer.core.serial import finding_dict
 from analyzer.core.times import parse_ts, year_refs
@@ -112,6 +113,61 @@ def test_add_all_writes_the_runs_add_writes(tmp_path, rules):
         assert got == expected
         assert len(expected) >= 3 and sum(r[2] for r in expected) > 0
         assert (spill is None) == all(not r[3] for r in expected)
+
+
+def _stored_findings(store: FindingStore) -> list | None:
+    """What `FindingStore.stored` gives, shifted as a writer reads it; None where it declines."""
+    stored = store.stored(5)
+    if stored is None:
+        return None
+    out = []
+    for found, shift in stored:
+        assert 0 < len(found) <= 5
+        out += [shifted(Finding._make(f), shift) for f in found]
+    return out
+
+
+def test_stored_lists_are_the_findings_raw_gives(tmp_path, rules):
+    """Runs that follow one another (byte ranges of a file, shifted; in memory and spilled, given to
+    the store in any order) come back as the lists they are stored in, in report order; runs that
+    overlap or touch are refused (a writer then reads `raw()`)."""
+    found = sorted(analyze_text(storm_text(40, noise=1), rules, name="a.log"), key=sort_key)
+    other = sorted(analyze_text(storm_text(9, noise=0), rules, name="b.log"), key=sort_key)
+    rnd = random.Random(5)
+    for trial in range(40):
+        spill = tmp_path / str(trial)
+        spill.mkdir()
+        cuts = sorted(rnd.sample(range(1, len(found)), rnd.randrange(4)))
+        parts, shift = [], 0
+        for a, b in zip([0, *cuts], [*cuts, len(found)], strict=True):
+            # a byte range's findings, numbered from its own first line, as a worker writes them
+            base = found[a - 1].line if a else 0
+            shift = base
+            writer = RunWriter(str(spill) if rnd.random() < 0.5 else None, chunk=rnd.choice([3, 7, 4096]))
+            writer.add_all([shifted(f, -base) for f in found[a:b]])
+            runs = writer.finish()
+            for run in runs:
+                run.shift = shift
+            parts += runs
+        writer = RunWriter()
+        writer.add_all(other)
+        parts += writer.finish()
+        rnd.shuffle(parts)
+        store = FindingStore(str(spill), budget=rnd.choice([0, 10_000]))
+        store.add(parts)
+        expected = list(store.raw())
+        assert expected == sorted(found + other, key=sort_key)
+        assert _stored_findings(store) == expected
+        store.close()
+    # a run that starts where another ends (the same line and code), or inside it: refused
+    for overlap in (found[len(found) // 2:], found[-1:]):
+        store = FindingStore()
+        for part in (found, overlap):
+            writer = RunWriter()
+            writer.add_all(part)
+            store.add(writer.finish())
+        assert _stored_findings(store) is None
+        assert list(store.raw()) == sorted(found + overlap, key=sort_key)
 
 
 def test_store_of_a_list_is_sorted_like_the_straightforward_sort(rules):
