@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, NamedTuple
@@ -95,6 +95,10 @@ class RuleTexts:
     def learn(self, rule: str, text: RuleText) -> None:
         """A part's text for a rule this run does not know (this run's own texts win)."""
         self._texts.setdefault(rule, text)
+
+    def items(self) -> Iterable[tuple[str, RuleText]]:
+        """Every rule id known, with its text."""
+        return self._texts.items()
 
     def copy(self) -> RuleTexts:
         return RuleTexts(self._texts)

@@ -21,6 +21,7 @@ output would differ from every golden report, and re-spacing its output costs wh
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -194,6 +195,57 @@ def finding_batches(findings: Iterable[Finding], texts: RuleTexts, native: Nativ
             lines = [_fast(shifted(Finding._make(f), shift), texts) if line is None else line
                      for f, line in zip(batch, lines, strict=True)]
         yield cast("list[str]", lines)
+
+
+ChunkRender = Callable[[bytes, int, str], "str | None"]  # (spilled chunk, shift, separator) -> its lines joined
+RENDER_AHEAD = 1  # spilled chunks rendered ahead per thread (~4 MiB of JSON each)
+
+
+def finding_texts(findings: Iterable[Finding], texts: RuleTexts, sep: str, native: NativeLines | None = None,
+                  stored: Iterable[tuple[list[Any] | bytes, int]] | None = None,
+                  chunks: Callable[[dict[str, tuple[str, str]]], ChunkRender] | None = None,
+                  threads: int = 1) -> Iterator[str]:
+    """`finding_batches`, each batch's lines joined by `sep` (a writer writes each once). `stored`
+    may also hold spilled chunks as their bytes (`FindingStore.stored(spilled=True)`): with
+    `chunks` (`ddtriage_core.ChunkLines`, built from every known rule's texts as `_cached` encodes
+    them), each is rendered whole by the core without the GIL, `threads` of them side by side
+    while this thread writes, so a storm's findings never become Python objects here. A chunk the
+    core leaves to Python (None: a finding `_fast` must write, a rule it does not know) is read
+    back and written as `finding_batches` writes it. The text is the same either way."""
+    if stored is None or chunks is None or native is None or finding_line is not _fast:
+        plain = cast("Stored | None", stored)
+        if plain is not None and native is not None:  # no renderer: spilled chunks read back here
+            plain = ((marshal.loads(f) if f.__class__ is bytes else f, shift) for f, shift in plain)
+        for batch in finding_batches(findings, texts, native, plain):
+            yield sep.join(batch)
+        return
+    render = chunks({rule: (_cached(text.remedy), _cached(text.references)) for rule, text in texts.items()})
+
+    def joined(item: list[Any] | bytes, shift: int, rendered: str | None) -> Iterator[str]:
+        if rendered is None:
+            found = marshal.loads(item) if item.__class__ is bytes else item
+            for batch in finding_batches((), texts, native, [(cast("list[Any]", found), shift)]):
+                yield sep.join(batch)
+        elif rendered:
+            yield rendered
+
+    if threads <= 1:
+        for item, shift in stored:
+            yield from joined(item, shift, render(item, shift, sep) if item.__class__ is bytes else None)
+        return
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    ahead: deque[tuple[list[Any] | bytes, int, Future[str | None] | None]] = deque()
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ddtriage-json") as pool:
+        for item, shift in stored:
+            ahead.append((item, shift, pool.submit(render, item, shift, sep) if item.__class__ is bytes else None))
+            while len(ahead) > threads * RENDER_AHEAD:
+                done, at, future = ahead.popleft()
+                yield from joined(done, at, None if future is None else future.result())
+        while ahead:
+            done, at, future = ahead.popleft()
+            yield from joined(done, at, None if future is None else future.result())
 
 
 # --- indented JSON (the JSON report's head, SARIF) ---------------------------------------------------

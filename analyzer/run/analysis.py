@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 from ..core import views
 from ..core.observations import NodeFacts, Proof, RelatedEvent
 from ..core.records import InputStats, RuleTexts
-from ..core.serial import NATIVE_BATCH, finding_batches
+from ..core.serial import NATIVE_BATCH, finding_texts
 from ..diagnose.summary import Summary
 from ..knowledge.rules import RuleSet
-from ..scan.blocks import core_finding_lines
+from ..scan.blocks import core_chunk_lines, core_finding_lines
 from .store import FindingStore
 
 if TYPE_CHECKING:
@@ -63,14 +63,17 @@ class Analysis:
         assert self.texts is not None
         return self.texts
 
-    def finding_json(self) -> Iterator[list[str]]:
-        """Each finding's JSON line (`serial.finding_line`), in report order, a list at a time: encoded
-        by the compiled core where it runs, straight from the store's chunks where no transform
-        applies (`FindingStore.stored`)."""
+    def finding_json(self, sep: str) -> Iterator[str]:
+        """Each finding's JSON line (`serial.finding_line`), in report order, the lines of a batch
+        joined by `sep`: encoded by the compiled core where it runs, straight from the store's
+        chunks where no transform applies (`FindingStore.stored`), a spilled chunk rendered whole
+        by the core in threads, never read back into Python objects (`serial.finding_texts`)."""
+        from .parallel import cpu_count
+
         native = core_finding_lines()
         store = self.findings
-        stored = store.stored(NATIVE_BATCH) if native is not None and store.transform is None else None
-        return finding_batches(store, self.rule_texts, native, stored)
+        stored = store.stored(NATIVE_BATCH, spilled=True) if native is not None and store.transform is None else None
+        return finding_texts(store, self.rule_texts, sep, native, stored, core_chunk_lines(), min(4, cpu_count()))
 
     def frames(self, *names: str) -> dict[str, pd.DataFrame]:
         """pandas DataFrames of this run, by name: `findings`, `related`, `incidents`, `bursts`,

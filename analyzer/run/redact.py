@@ -195,7 +195,7 @@ class RedactedStore(FindingStore):
     def raw(self) -> Iterator[Finding]:
         return iter(self)
 
-    def stored(self, size: int) -> None:
+    def stored(self, size: int, spilled: bool = False) -> None:
         """None: a finding is redacted as it is read, never straight from the store's chunks."""
         return None
 

@@ -32,6 +32,9 @@ CHUNK = 4096  # findings per marshalled chunk (a few MiB in memory while a run i
 MEMORY_BUDGET = 16384  # findings a store keeps in memory before it spills in-memory runs
 
 Transform = Callable[[Finding], "Finding | None"]
+# Findings as a run holds them: `Finding`s in memory, plain tuples read back, or a spilled chunk's
+# marshalled bytes (a list of such tuples).
+Stored = list[Finding] | list[tuple[object, ...]] | bytes
 _make = Finding._make
 _guessed = attrgetter("year_guessed")
 
@@ -49,9 +52,10 @@ class Run:
     shift: int = 0  # added to line numbers on reading (later byte ranges of a split file)
     last: FindingKey | None = None  # the last finding's key, unshifted, once the run is complete
 
-    def stored(self, size: int) -> Iterator[list[Finding] | list[tuple[object, ...]]]:
+    def stored(self, size: int, spilled: bool = False) -> Iterator[Stored]:
         """Its findings as held, lists of at most `size`: not yet shifted, and the read-back ones
-        plain tuples (`Finding`'s fields)."""
+        plain tuples (`Finding`'s fields). `spilled`: a chunk on disk comes as its bytes, not read
+        (`marshal.loads` of them is a list of those tuples)."""
         if self.items is not None:
             for i in range(0, len(self.items), size):
                 yield self.items[i:i + size]
@@ -60,7 +64,11 @@ class Run:
         with open(self.path, "rb") as handle:
             for offset, length in self.chunks:
                 handle.seek(offset)
-                chunk = marshal.loads(handle.read(length))
+                data = handle.read(length)
+                if spilled:
+                    yield data
+                    continue
+                chunk = marshal.loads(data)
                 for i in range(0, len(chunk), size):
                     yield chunk[i:i + size]
 
@@ -286,18 +294,19 @@ class FindingStore:
                     break
                 yield f
 
-    def stored(self, size: int) -> Iterator[tuple[list[Finding] | list[tuple[object, ...]], int]] | None:
+    def stored(self, size: int, spilled: bool = False) -> Iterator[tuple[Stored, int]] | None:
         """Every stored finding in report order, without the transform, as (findings, shift): lists
         of at most `size` as `Run.stored` holds them, whose lines `shift` has still to move
         (`records.shifted`). No work per finding: a writer that encodes a list at a time reads this
         instead of `raw()`. Only where the runs follow one another (each ends before the next
-        starts, the usual case: a source or a byte range a run); else None."""
+        starts, the usual case: a source or a byte range a run); else None. `spilled`: chunks on
+        disk come as their bytes (`Run.stored`)."""
         runs = sorted(self.runs, key=attrgetter("start"))
         for run, after in zip(runs, runs[1:], strict=False):
             end = run.end
             if end is None or end >= after.start:
                 return None
-        return ((found, run.shift) for run in runs for found in run.stored(size))
+        return ((found, run.shift) for run in runs for found in run.stored(size, spilled))
 
     def close(self) -> None:
         """Delete the spill files."""

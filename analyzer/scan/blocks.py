@@ -120,6 +120,15 @@ def core_finding_lines() -> Callable[..., Any] | None:
     return getattr(_core, "finding_lines", None)
 
 
+def core_chunk_lines() -> Callable[[dict[str, tuple[str, str]]], Callable[..., Any]] | None:
+    """What builds the compiled core's renderer of the store's spilled chunks from the rules' texts
+    (`ddtriage_core.ChunkLines(rules).render`) when the core runs in this process, else None."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "ChunkLines"):
+        return None
+    chunk_lines = _core.ChunkLines
+    return lambda rules: chunk_lines(rules).render
+
+
 def core_codes(spec: Sequence[object]) -> object | None:
     """The compiled core's code forms (`ddtriage_core.Codes`, from `CodeMatcher.core_spec()`) when
     the core scans in this process and reads the patterns alike, else None."""

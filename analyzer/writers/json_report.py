@@ -61,22 +61,23 @@ def write(analysis: Analysis, out: TextIO) -> None:
     sep = "\n    "
     written = False
     for batch in _batches(analysis):  # json_text escapes a character at a time: a batch joined is alike
-        out.write(sep + json_text(",\n    ".join(batch)))
+        out.write(sep)
+        out.write(json_text(batch))
         sep, written = ",\n    ", True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
 
 
-def _batches(analysis: Analysis) -> Iterator[list[str]]:
-    """Each finding's JSON line, a list at a time; with a baseline, every finding of the run, marked
-    `baseline: new|known` (the summary counts the new ones)."""
+def _batches(analysis: Analysis) -> Iterator[str]:
+    """The findings' JSON lines, a batch at a time joined by the report's separator; with a
+    baseline, every finding of the run, marked `baseline: new|known` (the summary counts the new ones)."""
 
     known = analysis.known_errors
     if known is None or known.baseline is None:
-        yield from analysis.finding_json()  # streamed from the store
+        yield from analysis.finding_json(",\n    ")  # streamed from the store
         return
     marked = [(f, "new") for f in analysis.findings] + [(f, "known") for f in known.known]
     for f, mark in sorted(marked, key=lambda fm: report_key(fm[0])):
-        yield [json.dumps(dict(finding_dict(f, analysis.rule_texts), baseline=mark), ensure_ascii=False)]
+        yield json.dumps(dict(finding_dict(f, analysis.rule_texts), baseline=mark), ensure_ascii=False)
 
 
 def render(analysis: Analysis) -> str:

@@ -20,7 +20,8 @@ suffix = ".jsonl"
 
 
 def write(analysis: Analysis, out: TextIO) -> None:
-    for batch in analysis.finding_json():
+    for batch in analysis.finding_json("\n"):
         # escaped as the JSON report is (a character at a time, so a joined batch alike): a line
         # printed by `cat` or `tail -f` acts on no terminal, and decodes to the same strings
-        out.write(json_text("\n".join(batch)) + "\n")
+        out.write(json_text(batch))
+        out.write("\n")

@@ -24,7 +24,6 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use regex::bytes::Regex;
-use std::fmt::Write as _;
 
 mod apis;
 mod codes;
@@ -35,6 +34,7 @@ mod findingjson;
 mod fingerprint;
 mod headers;
 mod lines;
+mod marshal;
 mod native;
 mod nodefacts;
 mod prefilter;
@@ -1398,186 +1398,70 @@ fn finding_lines(findings: &Bound<'_, PyList>, texts: &Bound<'_, PyDict>, shift:
     })
 }
 
-/// Each tuple of `width` items in the tuple `seq`, written by `each` after ", " from the second on.
-/// False where an item is not a tuple of that width (Python writes the finding then).
-fn push_each(
-    o: &mut String,
-    seq: &Bound<'_, PyAny>,
-    width: usize,
-    mut each: impl FnMut(&mut String, &Bound<'_, PyTuple>) -> PyResult<()>,
-) -> PyResult<bool> {
-    for (n, item) in seq.cast_exact::<PyTuple>()?.iter().enumerate() {
-        let item = item.cast_exact::<PyTuple>()?;
-        if item.len() != width {
-            return Ok(false);
+/// A finding item as Python holds it.
+struct Held<'py>(Bound<'py, PyAny>);
+
+impl findingjson::Field for Held<'_> {
+    fn text(&self) -> Option<Option<&str>> {
+        if self.0.is_none() {
+            return Some(None);
         }
-        if n > 0 {
-            o.push_str(", ");
-        }
-        each(o, item)?;
+        Some(Some(self.0.cast_exact::<PyString>().ok()?.to_str().ok()?))
     }
-    Ok(true)
+    fn int(&self) -> Option<Option<i64>> {
+        if self.0.is_none() {
+            return Some(None);
+        }
+        Some(Some(self.0.cast_exact::<PyInt>().ok()?.extract::<i64>().ok()?))
+    }
+    fn flag(&self) -> Option<Option<bool>> {
+        if self.0.is_none() {
+            return Some(None);
+        }
+        Some(Some(self.0.cast_exact::<PyBool>().ok()?.is_true()))
+    }
+    fn tuple(&self) -> Option<Vec<Self>> {
+        Some(self.0.cast_exact::<PyTuple>().ok()?.iter().map(Held).collect())
+    }
 }
 
 fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>, shift: i64) -> PyResult<Option<String>> {
-    use findingjson::{push_opt, push_string};
-    let t = f.cast::<PyTuple>()?;
-    if t.len() != 33 {
-        return Ok(None);
+    let items: Vec<Held<'_>> = f.cast::<PyTuple>()?.iter().map(Held).collect();
+    Ok(findingjson::finding_line(&items, shift, |rule, o| {
+        let found = texts.get_item(rule).ok()??;
+        let pair = found.cast_exact::<PyTuple>().ok()?;
+        let (remedy, references) = (pair.get_item(0).ok()?, pair.get_item(1).ok()?);
+        let remedy = remedy.cast_exact::<PyString>().ok()?.to_str().ok()?;
+        let references = references.cast_exact::<PyString>().ok()?.to_str().ok()?;
+        findingjson::push_rule_texts(o, remedy, references);
+        Some(())
+    }))
+}
+
+/// The JSON lines of the store's spilled chunks (`findingjson::chunk_lines`), for the rules'
+/// texts it is built with (rule id -> (remedy JSON, references JSON), as `serial._cached` encodes
+/// them). `render` reads a chunk without the GIL, so threads render chunks side by side.
+#[pyclass(frozen, module = "ddtriage_core")]
+struct ChunkLines {
+    rules: std::collections::HashMap<String, (String, String)>,
+}
+
+#[pymethods]
+impl ChunkLines {
+    #[new]
+    fn new(rules: std::collections::HashMap<String, (String, String)>) -> Self {
+        ChunkLines { rules }
     }
-    // The items held here, so their text is borrowed, not copied.
-    let items: Vec<Bound<'_, PyAny>> = t.iter().collect();
-    let item = |i: usize| -> PyResult<&Bound<'_, PyAny>> { Ok(&items[i]) };
-    // exact types only: anything else (a subclass, a bool for an int) is Python's to write
-    fn text<'a>(v: &'a Bound<'_, PyAny>) -> PyResult<Option<&'a str>> {
-        if v.is_none() {
-            return Ok(None);
-        }
-        Ok(Some(v.cast_exact::<PyString>()?.to_str()?))
+
+    /// The chunk's findings' JSON lines joined by `sep`, their lines moved by `shift`; None where
+    /// Python must read the chunk (`findingjson::chunk_lines`).
+    #[pyo3(signature = (data, shift, sep))]
+    fn render(&self, py: Python<'_>, data: &Bound<'_, PyBytes>, shift: i64, sep: &str) -> PyResult<Option<String>> {
+        let data = data.as_bytes();
+        guarded("a spilled chunk", || {
+            Ok(py.detach(|| findingjson::chunk_lines(data, &self.rules, shift, sep)))
+        })
     }
-    fn must(v: Option<&str>) -> PyResult<&str> {
-        v.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("None"))
-    }
-    fn int(v: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-        if v.is_none() {
-            return Ok(None);
-        }
-        Ok(Some(v.cast_exact::<PyInt>()?.extract::<i64>()?))
-    }
-    fn flag(v: &Bound<'_, PyAny>) -> PyResult<Option<bool>> {
-        if v.is_none() {
-            return Ok(None);
-        }
-        Ok(Some(v.cast_exact::<PyBool>()?.is_true()))
-    }
-    // a line moved by `shift`; past i64, Python writes the finding (its ints have no bound)
-    let moved = |n: i64| {
-        n.checked_add(shift)
-            .ok_or_else(|| pyo3::exceptions::PyOverflowError::new_err("line"))
-    };
-    fn push_key(out: &mut String, key: &str) {
-        out.push_str(", \"");
-        out.push_str(key);
-        out.push_str("\": ");
-    }
-    fn push_flag(out: &mut String, v: Option<bool>) {
-        out.push_str(match v {
-            None => "null",
-            Some(true) => "true",
-            Some(false) => "false",
-        });
-    }
-    fn push_int(out: &mut String, v: Option<i64>) {
-        match v {
-            None => out.push_str("null"),
-            Some(n) => {
-                let _ = write!(out, "{n}");
-            }
-        }
-    }
-    let rule = must(text(item(9)?)?)?;
-    let Some(found) = texts.get_item(rule)? else {
-        return Ok(None);
-    };
-    let pair = found.cast_exact::<PyTuple>()?;
-    let (remedy, references) = (pair.get_item(0)?, pair.get_item(1)?);
-    let remedy = remedy.cast_exact::<PyString>()?.to_str()?;
-    let references = references.cast_exact::<PyString>()?.to_str()?;
-    let mut o = String::with_capacity(1024);
-    o.push_str("{\"source\": ");
-    push_string(&mut o, must(text(item(0)?)?)?);
-    o.push_str(", \"line\": ");
-    push_int(
-        &mut o,
-        Some(moved(
-            int(item(1)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("line"))?,
-        )?),
-    );
-    o.push_str(", \"timestamp\": ");
-    push_opt(&mut o, text(item(2)?)?);
-    o.push_str(", \"time_source\": ");
-    push_opt(&mut o, text(item(31)?)?);
-    o.push_str(", \"inferred_time\": ");
-    push_opt(&mut o, text(item(23)?)?);
-    o.push_str(", \"code\": ");
-    push_string(&mut o, must(text(item(3)?)?)?);
-    o.push_str(", \"name\": ");
-    push_opt(&mut o, text(item(4)?)?);
-    o.push_str(", \"known\": ");
-    push_flag(&mut o, flag(item(16)?)?);
-    o.push_str(", \"api\": ");
-    push_opt(&mut o, text(item(5)?)?);
-    o.push_str(", \"api_evidence\": ");
-    push_opt(&mut o, text(item(6)?)?);
-    o.push_str(", \"api_line\": ");
-    push_int(&mut o, int(item(7)?)?.map(moved).transpose()?);
-    o.push_str(", \"recoverable\": ");
-    push_flag(&mut o, flag(item(8)?)?);
-    o.push_str(", \"rule\": ");
-    push_string(&mut o, rule);
-    o.push_str(", \"fingerprint\": ");
-    push_string(&mut o, must(text(item(24)?)?)?);
-    o.push_str(", \"action\": ");
-    push_string(&mut o, must(text(item(10)?)?)?);
-    o.push_str(", \"remedy\": ");
-    o.push_str(remedy);
-    o.push_str(", \"references\": ");
-    o.push_str(references);
-    o.push_str(", \"form\": ");
-    push_string(&mut o, must(text(item(12)?)?)?);
-    o.push_str(", \"in_cluster_results\": ");
-    push_flag(&mut o, flag(item(15)?)?);
-    for (key, i) in [
-        ("bundle", 25),
-        ("node", 18),
-        ("pod", 26),
-        ("container", 27),
-        ("stream", 28),
-        ("envelope", 29),
-        ("envelope_time", 30),
-    ] {
-        push_key(&mut o, key);
-        push_opt(&mut o, text(item(i)?)?);
-    }
-    o.push_str(", \"kind\": ");
-    push_string(&mut o, must(text(item(19)?)?)?);
-    for (key, i) in [("device", 20), ("pid", 13), ("tid", 14)] {
-        push_key(&mut o, key);
-        push_opt(&mut o, text(item(i)?)?);
-    }
-    o.push_str(", \"causes\": [");
-    // (line, family, code, meaning) each, as `serial._cached` writes `_plain(causes)`
-    let whole = push_each(&mut o, item(22)?, 4, |o, c| {
-        o.push_str("{\"line\": ");
-        push_int(
-            o,
-            Some(moved(
-                int(&c.get_item(0)?)?.ok_or_else(|| pyo3::exceptions::PyTypeError::new_err("cause"))?,
-            )?),
-        );
-        for (key, i) in [("family", 1), ("code", 2), ("meaning", 3)] {
-            push_key(o, key);
-            push_string(o, must(text(&c.get_item(i)?)?)?);
-        }
-        o.push('}');
-        Ok(())
-    })?;
-    o.push_str("], \"link\": {");
-    // (kind, value) each, as `serial._link` writes them
-    let whole = whole
-        && push_each(&mut o, item(32)?, 2, |o, kv| {
-            push_string(o, must(text(&kv.get_item(0)?)?)?);
-            o.push_str(": ");
-            push_string(o, must(text(&kv.get_item(1)?)?)?);
-            Ok(())
-        })?;
-    if !whole {
-        return Ok(None);
-    }
-    o.push_str("}, \"text\": ");
-    push_string(&mut o, must(text(item(11)?)?)?);
-    o.push('}');
-    Ok(Some(o))
 }
 
 #[pymodule]
@@ -1594,6 +1478,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<native::Detector>()?;
     m.add_class::<native::Block>()?;
     m.add_class::<native::Stream>()?;
+    m.add_class::<ChunkLines>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(begin_back, m)?)?;
     m.add_function(wrap_pyfunction!(lines_back, m)?)?;

@@ -4,7 +4,8 @@
 //! answers any line without a panic and as a plain reference does (each kind whose literal is
 //! there: its patterns in order), the neighbour families answer any line, the proofs' screen says "maybe" whenever a plain reference does,
 //! the plog pid read by hand is the one `Regex::captures` reads, and so is a plog header's stamp, and the walk back over the lines
-//! before a candidate stays in its buffer and its floor on any bytes and bounds.
+//! before a candidate stays in its buffer and its floor on any bytes and bounds, and the reader of
+//! the store's spilled chunks (`marshal.rs`) answers any bytes.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
 #[path = "../src/codes.rs"]
@@ -21,6 +22,8 @@ mod families;
 mod headers;
 #[path = "../src/lines.rs"]
 mod lines;
+#[path = "../src/marshal.rs"]
+mod marshal;
 #[path = "../src/prefilter.rs"]
 #[allow(dead_code)]
 mod prefilter;
@@ -641,4 +644,40 @@ proptest! {
             prop_assert!(lines::ascii_text(&data[b..e], 16).is_none_or(|t| t.len() <= 16 && !t.contains('\0')));
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The reader of the store's spilled chunks answers any bytes without a panic: the marshal type
+    /// codes it knows, with and without the reference flag, cut anywhere, lengths of any size.
+    #[test]
+    fn marshal_reader_answers_any_bytes(data in proptest::collection::vec(
+        prop_oneof![any::<u8>(), proptest::sample::select(b"NFTilutaAzZ()[r\xa9\xda\xe9\xfa".to_vec())], 0..64)) {
+        if let Some(p) = marshal::parse(&data) {
+            prop_assert!(p.root < p.nodes.len());
+        }
+    }
+}
+
+#[test]
+fn marshal_reader_refuses_cut_and_trailing_bytes() {
+    assert!(marshal::parse(b"N").is_some());
+    assert!(marshal::parse(b"NN").is_none());
+    assert!(marshal::parse(b"i\x01\x00").is_none());
+    assert!(marshal::parse(b"").is_none());
+}
+
+#[test]
+fn marshal_reader_reads_longs_and_refs() {
+    // 2**31 = digits [0, 0, 2] of 15 bits
+    let p = marshal::parse(b"l\x03\x00\x00\x00\x00\x00\x00\x00\x02\x00").unwrap();
+    assert_eq!(p.nodes[p.root], marshal::Value::Int(1 << 31));
+    // [s, s] with s marshalled once (flagged) and referred back to, as marshal.dumps writes it
+    let p = marshal::parse(b"[\x02\x00\x00\x00\xda\x01br\x00\x00\x00\x00").unwrap();
+    let marshal::Value::List(items) = &p.nodes[p.root] else {
+        panic!()
+    };
+    assert_eq!(p.nodes[items[0]], marshal::Value::Str("b"));
+    assert_eq!(items[0], items[1]);
 }

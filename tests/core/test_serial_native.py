@@ -3,6 +3,7 @@ every finding's JSON line byte for byte as `serial._fast` does, and leaves to Py
 not know exactly (a lone surrogate, an int past 64 bits, a subclass, an unknown rule)."""
 
 import json
+import marshal
 
 import pytest
 from analyzer.core import serial
@@ -81,3 +82,43 @@ def test_native_lines_of_stored_tuples_are_the_shifted_findings_lines(batch, shi
         given_stored = stored if native else None  # Python's encoder reads the findings themselves
         findings = [shifted(f, shift) for f in batch]
         assert sum(serial.finding_batches(findings, TEXTS, native, given_stored), []) == expected
+
+
+def _chunks(rules):
+    return core.ChunkLines(rules).render
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(findings(), max_size=6), max_size=4), st.integers(-(1 << 40), 1 << 40),
+       st.sampled_from([1, 2]), st.sampled_from(["\n", ",\n    "]))
+def test_spilled_chunks_rendered_by_the_core_are_the_shifted_findings_lines(chunks, shift, threads, sep):
+    """A store's spilled chunks handed over as their marshalled bytes (`FindingStore.stored(spilled=True)`),
+    among in-memory lists: the text is every finding's line, shifted, joined by `sep`, as Python
+    writes it; a chunk the core leaves to Python (a lone surrogate, an int past 64 bits, a rule it
+    does not know) is read back and written by Python. In threads or not."""
+    stored = [(marshal.dumps(list(map(tuple, c))) if k % 2 == 0 else c, shift) for k, c in enumerate(chunks)]
+    found = [shifted(f, shift) for c in chunks for f in c]
+    text = sep.join(t for t in serial.finding_texts(found, TEXTS, sep, core.finding_lines, stored, _chunks,
+                                                    threads) if t)
+    assert text == sep.join(serial._fast(f, TEXTS) for f in found)
+
+
+def test_the_core_renders_an_ordinary_spilled_chunk_itself():
+    """Not a test Python passes on its own: the core answers a chunk of plain findings (with marshal's
+    back-references, small tuples and longs), and refuses one that holds what Python must write."""
+    f = Finding(source="plog/plog-1.log", line=12, timestamp="2025-11-12T03:40:05.101002", code="0x5010B001",
+                name="LLM_WAIT_PROC_TIMEOUT", api="PullKvBlocks", api_evidence="func", api_line=11, recoverable=True,
+                rule="r1", action="retry", text='ErrorNo: 1343270913 "x"\t\x01 \u00e9\u4e2d', form="plog_errorno",
+                pid="5569", causes=((10, "runtime", "507046", "m"),), link=(("req_id", "7"), ("remote_addr", "a")))
+    batch = [f, f._replace(line=1 << 40, api_line=-(1 << 35)), f._replace(line=3, causes=(), link=())]
+    rules = {r: (serial._cached(t.remedy), serial._cached(t.references)) for r, t in TEXTS.items()}
+    render = core.ChunkLines(rules).render
+    data = marshal.dumps([tuple(x) for x in batch])
+    assert render(data, 5, "\n") == "\n".join(serial._fast(shifted(x, 5), TEXTS) for x in batch)
+    assert render(marshal.dumps([]), 0, "\n") == ""
+    for odd in (f._replace(text="\ud800"), f._replace(line=1 << 64), f._replace(rule="r9"),
+                f._replace(recoverable=1), f._replace(causes=[(1, "a", "b", "c")]), f._replace(line=2.0)):
+        assert render(marshal.dumps([tuple(f), tuple(odd)]), 0, "\n") is None
+    assert render(data[:-1], 0, "\n") is None  # cut
+    assert render(data + b"N", 0, "\n") is None  # trailing bytes
+    assert render(marshal.dumps((tuple(f),)), 0, "\n") is None  # not a list
