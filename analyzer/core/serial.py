@@ -197,49 +197,57 @@ def finding_batches(findings: Iterable[Finding], texts: RuleTexts, native: Nativ
         yield cast("list[str]", lines)
 
 
-ChunkRender = Callable[[bytes, int, str], "str | None"]  # (spilled chunk, shift, separator) -> its lines joined
-RENDER_AHEAD = 1  # spilled chunks rendered ahead per thread (~4 MiB of JSON each)
+ChunkRender = Callable[[bytes, int, str, int], "list[str] | None"]  # (spilled chunk, shift, separator, size) -> pieces
+RENDER_AHEAD = 1  # spilled chunks rendered ahead per render thread (~5 MiB of JSON each)
+
+
+def _read_back(item: list[Any] | bytes, shift: int) -> Iterator[tuple[list[Any], int]]:
+    """A stored list, or a spilled chunk read back, as (findings, shift) lists of `NATIVE_BATCH`."""
+    found: list[Any] = marshal.loads(item) if isinstance(item, bytes) else item
+    for i in range(0, len(found), NATIVE_BATCH):
+        yield found[i:i + NATIVE_BATCH], shift
 
 
 def finding_texts(findings: Iterable[Finding], texts: RuleTexts, sep: str, native: NativeLines | None = None,
                   stored: Iterable[tuple[list[Any] | bytes, int]] | None = None,
                   chunks: Callable[[dict[str, tuple[str, str]]], ChunkRender] | None = None,
-                  threads: int = 1) -> Iterator[str]:
+                  threads: int = 0) -> Iterator[str]:
     """`finding_batches`, each batch's lines joined by `sep` (a writer writes each once). `stored`
     may also hold spilled chunks as their bytes (`FindingStore.stored(spilled=True)`): with
     `chunks` (`ddtriage_core.ChunkLines`, built from every known rule's texts as `_cached` encodes
-    them), each is rendered whole by the core without the GIL, `threads` of them side by side
-    while this thread writes, so a storm's findings never become Python objects here. A chunk the
+    them), each is rendered by the core without the GIL, as strings of `NATIVE_BATCH` lines, in
+    this thread (`threads` 0) or in that many threads while this one writes, so a storm's
+    findings never become Python objects here. A chunk the
     core leaves to Python (None: a finding `_fast` must write, a rule it does not know) is read
     back and written as `finding_batches` writes it. The text is the same either way."""
     if stored is None or chunks is None or native is None or finding_line is not _fast:
         plain = cast("Stored | None", stored)
         if plain is not None and native is not None:  # no renderer: spilled chunks read back here
-            plain = ((marshal.loads(f) if f.__class__ is bytes else f, shift) for f, shift in plain)
+            plain = (piece for f, shift in plain for piece in _read_back(f, shift))
         for batch in finding_batches(findings, texts, native, plain):
             yield sep.join(batch)
         return
     render = chunks({rule: (_cached(text.remedy), _cached(text.references)) for rule, text in texts.items()})
 
-    def joined(item: list[Any] | bytes, shift: int, rendered: str | None) -> Iterator[str]:
+    def joined(item: list[Any] | bytes, shift: int, rendered: list[str] | None) -> Iterator[str]:
         if rendered is None:
-            found = marshal.loads(item) if item.__class__ is bytes else item
-            for batch in finding_batches((), texts, native, [(cast("list[Any]", found), shift)]):
+            for batch in finding_batches((), texts, native, _read_back(item, shift)):
                 yield sep.join(batch)
-        elif rendered:
-            yield rendered
+        else:
+            yield from filter(None, rendered)
 
-    if threads <= 1:
+    if threads <= 0:
         for item, shift in stored:
-            yield from joined(item, shift, render(item, shift, sep) if item.__class__ is bytes else None)
+            yield from joined(item, shift, render(item, shift, sep, NATIVE_BATCH) if item.__class__ is bytes else None)
         return
     from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    ahead: deque[tuple[list[Any] | bytes, int, Future[str | None] | None]] = deque()
+    ahead: deque[tuple[list[Any] | bytes, int, Future[list[str] | None] | None]] = deque()
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ddtriage-json") as pool:
         for item, shift in stored:
-            ahead.append((item, shift, pool.submit(render, item, shift, sep) if item.__class__ is bytes else None))
+            rendered = pool.submit(render, item, shift, sep, NATIVE_BATCH) if item.__class__ is bytes else None
+            ahead.append((item, shift, rendered))
             while len(ahead) > threads * RENDER_AHEAD:
                 done, at, future = ahead.popleft()
                 yield from joined(done, at, None if future is None else future.result())

@@ -204,34 +204,34 @@ pub fn push_rule_texts(o: &mut String, remedy: &str, references: &str) {
 /// A finding item as `marshal` wrote it.
 pub struct Marshalled<'p, 'a> {
     parsed: &'p marshal::Parsed<'a>,
-    node: usize,
+    node: u32,
 }
 
 impl Field for Marshalled<'_, '_> {
     fn text(&self) -> Option<Option<&str>> {
-        match self.parsed.nodes[self.node] {
-            marshal::Value::None => Some(None),
-            marshal::Value::Str(s) => Some(Some(s)),
+        match self.parsed.get(self.node) {
+            marshal::Item::None => Some(None),
+            marshal::Item::Str(s) => Some(Some(s)),
             _ => None,
         }
     }
     fn int(&self) -> Option<Option<i64>> {
-        match self.parsed.nodes[self.node] {
-            marshal::Value::None => Some(None),
-            marshal::Value::Int(n) => Some(Some(n)),
+        match self.parsed.get(self.node) {
+            marshal::Item::None => Some(None),
+            marshal::Item::Int(n) => Some(Some(n)),
             _ => None,
         }
     }
     fn flag(&self) -> Option<Option<bool>> {
-        match self.parsed.nodes[self.node] {
-            marshal::Value::None => Some(None),
-            marshal::Value::Bool(b) => Some(Some(b)),
+        match self.parsed.get(self.node) {
+            marshal::Item::None => Some(None),
+            marshal::Item::Bool(b) => Some(Some(b)),
             _ => None,
         }
     }
     fn tuple(&self) -> Option<Vec<Self>> {
-        match &self.parsed.nodes[self.node] {
-            marshal::Value::Tuple(items) => Some(
+        match self.parsed.get(self.node) {
+            marshal::Item::Tuple(items) => Some(
                 items
                     .iter()
                     .map(|&node| Marshalled {
@@ -245,27 +245,28 @@ impl Field for Marshalled<'_, '_> {
     }
 }
 
-/// The JSON lines of a chunk the store spilled (`marshal.dumps` of a list of `Finding` tuples),
-/// joined by `sep`; `rules`: rule id -> (remedy JSON, references JSON). None where Python must
-/// read the chunk: data marshal did not write as the store does, or a finding `finding_line`
-/// leaves to Python.
-pub fn chunk_lines(
-    data: &[u8],
+/// The findings of a spilled chunk (`marshal::parse` of it): the items of its list, or None
+/// where it is not one.
+pub fn chunk_findings<'p>(parsed: &'p marshal::Parsed<'_>) -> Option<&'p [u32]> {
+    match parsed.get(parsed.root) {
+        marshal::Item::List(findings) => Some(findings),
+        _ => None,
+    }
+}
+
+/// Appends to `out` the JSON lines of `findings` (some of a chunk's), joined by `sep`, their
+/// lines moved by `shift`; None where Python must read the chunk (a value outside `finding_line`'s
+/// types, an unknown rule).
+pub fn push_chunk_lines(
+    parsed: &marshal::Parsed<'_>,
+    findings: &[u32],
     rules: &std::collections::HashMap<String, (String, String)>,
     shift: i64,
     sep: &str,
-) -> Option<String> {
-    let parsed = marshal::parse(data)?;
-    let marshal::Value::List(findings) = &parsed.nodes[parsed.root] else {
-        return None;
-    };
-    let mut out = String::with_capacity(findings.len() * 1024);
+    out: &mut String,
+) -> Option<()> {
     for (n, &f) in findings.iter().enumerate() {
-        let items = Marshalled {
-            parsed: &parsed,
-            node: f,
-        }
-        .tuple()?;
+        let items = Marshalled { parsed, node: f }.tuple()?;
         let line = finding_line(&items, shift, |rule, o| {
             let (remedy, references) = rules.get(rule)?;
             push_rule_texts(o, remedy, references);
@@ -276,7 +277,7 @@ pub fn chunk_lines(
         }
         out.push_str(&line);
     }
-    Some(out)
+    Some(())
 }
 
 #[cfg(test)]

@@ -1438,7 +1438,7 @@ fn finding_line(f: &Bound<'_, PyAny>, texts: &Bound<'_, PyDict>, shift: i64) -> 
     }))
 }
 
-/// The JSON lines of the store's spilled chunks (`findingjson::chunk_lines`), for the rules'
+/// The JSON lines of the store's spilled chunks (`findingjson::push_chunk_lines`), for the rules'
 /// texts it is built with (rule id -> (remedy JSON, references JSON), as `serial._cached` encodes
 /// them). `render` reads a chunk without the GIL, so threads render chunks side by side.
 #[pyclass(frozen, module = "ddtriage_core")]
@@ -1453,13 +1453,38 @@ impl ChunkLines {
         ChunkLines { rules }
     }
 
-    /// The chunk's findings' JSON lines joined by `sep`, their lines moved by `shift`; None where
-    /// Python must read the chunk (`findingjson::chunk_lines`).
-    #[pyo3(signature = (data, shift, sep))]
-    fn render(&self, py: Python<'_>, data: &Bound<'_, PyBytes>, shift: i64, sep: &str) -> PyResult<Option<String>> {
+    /// The chunk's findings' JSON lines, their lines moved by `shift`, as a list of strings of up
+    /// to `size` lines each joined by `sep`; None where Python must read the chunk. A piece at a
+    /// time becomes a Python string, so a chunk's text is held once, not twice.
+    #[pyo3(signature = (data, shift, sep, size))]
+    fn render<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyBytes>,
+        shift: i64,
+        sep: &str,
+        size: usize,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
         let data = data.as_bytes();
         guarded("a spilled chunk", || {
-            Ok(py.detach(|| findingjson::chunk_lines(data, &self.rules, shift, sep)))
+            let Some(parsed) = py.detach(|| marshal::parse(data)) else {
+                return Ok(None);
+            };
+            let Some(findings) = findingjson::chunk_findings(&parsed) else {
+                return Ok(None);
+            };
+            let pieces = PyList::empty(py);
+            let mut out = String::new();
+            for part in findings.chunks(size.max(1)) {
+                out.clear();
+                let rendered =
+                    py.detach(|| findingjson::push_chunk_lines(&parsed, part, &self.rules, shift, sep, &mut out));
+                if rendered.is_none() {
+                    return Ok(None);
+                }
+                pieces.append(PyString::new(py, &out))?;
+            }
+            Ok(Some(pieces))
         })
     }
 }

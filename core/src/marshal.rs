@@ -4,44 +4,84 @@
 //! past i64, a str that is not UTF-8, such as a lone surrogate, a cut or trailing byte) is refused
 //! with None, and Python reads that chunk itself. No PyO3 here: it runs without the GIL.
 
-/// One object read: strings borrowed from the data, containers as the indices of their items.
+/// One object read, 16 bytes: a string as where its UTF-8 lies in the data, a container as where
+/// its items' node numbers lie in `Parsed::items` (no allocation per container).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    Str(u32, u32),
+    Tuple(u32, u32),
+    List(u32, u32),
+}
+
+/// One object as read from a `Parsed`.
 #[derive(Debug, PartialEq)]
-pub enum Value<'a> {
+pub enum Item<'p, 'a> {
     None,
     Bool(bool),
     Int(i64),
     Str(&'a str),
-    Tuple(Vec<usize>),
-    List(Vec<usize>),
+    Tuple(&'p [u32]),
+    List(&'p [u32]),
 }
 
 /// Every object of one marshalled value, and which of them is the value itself.
 pub struct Parsed<'a> {
-    pub nodes: Vec<Value<'a>>,
-    pub root: usize,
+    data: &'a [u8],
+    nodes: Vec<Value>,
+    items: Vec<u32>,
+    pub root: u32,
+}
+
+impl<'a> Parsed<'a> {
+    /// The object numbered `node` (the root, or an item of a container).
+    pub fn get(&self, node: u32) -> Item<'_, 'a> {
+        let span = |at: u32, len: u32| at as usize..at as usize + len as usize;
+        match self.nodes[node as usize] {
+            Value::None => Item::None,
+            Value::Bool(b) => Item::Bool(b),
+            Value::Int(n) => Item::Int(n),
+            // checked UTF-8 when read
+            Value::Str(at, len) => Item::Str(std::str::from_utf8(&self.data[span(at, len)]).unwrap_or_default()),
+            Value::Tuple(at, len) => Item::Tuple(&self.items[span(at, len)]),
+            Value::List(at, len) => Item::List(&self.items[span(at, len)]),
+        }
+    }
 }
 
 const FLAG_REF: u8 = 0x80;
 const MAX_DEPTH: usize = 32; // a finding nests three deep; this bounds the stack on any bytes
-const UNFILLED: usize = usize::MAX;
+const UNFILLED: u32 = u32::MAX;
 
-/// The value marshalled in `data`, which must hold exactly one.
+/// The value marshalled in `data`, which must hold exactly one (and less than 4 GiB).
 pub fn parse(data: &[u8]) -> Option<Parsed<'_>> {
+    u32::try_from(data.len()).ok()?;
     let mut r = Reader {
         data,
         pos: 0,
-        nodes: Vec::new(),
+        nodes: Vec::with_capacity(data.len() / 8),
+        items: Vec::with_capacity(data.len() / 8),
+        pending: Vec::new(),
         refs: Vec::new(),
     };
     let root = r.object(0)?;
-    (r.pos == data.len()).then_some(Parsed { nodes: r.nodes, root })
+    (r.pos == data.len()).then_some(Parsed {
+        data,
+        nodes: r.nodes,
+        items: r.items,
+        root,
+    })
 }
 
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
-    nodes: Vec<Value<'a>>,
-    refs: Vec<usize>, // marshal's reference list: node index by reference number
+    nodes: Vec<Value>,
+    items: Vec<u32>,   // the items of every container read, each container's together
+    pending: Vec<u32>, // the items of the containers being read, innermost last
+    refs: Vec<u32>,    // marshal's reference list: node number by reference number
 }
 
 impl<'a> Reader<'a> {
@@ -64,12 +104,19 @@ impl<'a> Reader<'a> {
         usize::try_from(self.i32()?).ok()
     }
 
-    fn push(&mut self, v: Value<'a>) -> usize {
+    fn push(&mut self, v: Value) -> Option<u32> {
         self.nodes.push(v);
-        self.nodes.len() - 1
+        u32::try_from(self.nodes.len() - 1).ok()
     }
 
-    fn object(&mut self, depth: usize) -> Option<usize> {
+    /// A string's place in the data, once its bytes are known to be UTF-8.
+    fn text(&mut self, n: usize) -> Option<Value> {
+        let at = self.pos;
+        std::str::from_utf8(self.take(n)?).ok()?;
+        Some(Value::Str(at as u32, n as u32)) // the data is under 4 GiB (`parse`)
+    }
+
+    fn object(&mut self, depth: usize) -> Option<u32> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -84,26 +131,26 @@ impl<'a> Reader<'a> {
             None
         };
         let node = match kind {
-            b'N' => self.push(Value::None),
-            b'F' => self.push(Value::Bool(false)),
-            b'T' => self.push(Value::Bool(true)),
+            b'N' => self.push(Value::None)?,
+            b'F' => self.push(Value::Bool(false))?,
+            b'T' => self.push(Value::Bool(true))?,
             b'i' => {
                 let n = self.i32()?;
-                self.push(Value::Int(i64::from(n)))
+                self.push(Value::Int(i64::from(n)))?
             }
             b'l' => {
                 let n = self.long()?;
-                self.push(Value::Int(n))
+                self.push(Value::Int(n))?
             }
             b'u' | b't' | b'a' | b'A' => {
                 let n = self.len()?;
-                let s = std::str::from_utf8(self.take(n)?).ok()?;
-                self.push(Value::Str(s))
+                let v = self.text(n)?;
+                self.push(v)?
             }
             b'z' | b'Z' => {
                 let n = usize::from(self.byte()?);
-                let s = std::str::from_utf8(self.take(n)?).ok()?;
-                self.push(Value::Str(s))
+                let v = self.text(n)?;
+                self.push(v)?
             }
             b'(' | b')' | b'[' => {
                 let n = if kind == b')' {
@@ -114,15 +161,19 @@ impl<'a> Reader<'a> {
                 if n > self.data.len() - self.pos {
                     return None; // each item takes a byte at least
                 }
-                let mut items = Vec::with_capacity(n);
+                let first = self.pending.len();
                 for _ in 0..n {
-                    items.push(self.object(depth + 1)?);
+                    let item = self.object(depth + 1)?;
+                    self.pending.push(item);
                 }
+                let at = u32::try_from(self.items.len()).ok()?;
+                self.items.extend(self.pending.drain(first..));
+                let len = n as u32; // n items took n bytes of the data at least
                 self.push(if kind == b'[' {
-                    Value::List(items)
+                    Value::List(at, len)
                 } else {
-                    Value::Tuple(items)
-                })
+                    Value::Tuple(at, len)
+                })?
             }
             b'r' => {
                 let n = self.len()?;

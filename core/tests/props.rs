@@ -655,7 +655,16 @@ proptest! {
     fn marshal_reader_answers_any_bytes(data in proptest::collection::vec(
         prop_oneof![any::<u8>(), proptest::sample::select(b"NFTilutaAzZ()[r\xa9\xda\xe9\xfa".to_vec())], 0..64)) {
         if let Some(p) = marshal::parse(&data) {
-            prop_assert!(p.root < p.nodes.len());
+            visit(&p, p.root, 0); // every object it read can be read back
+        }
+    }
+}
+
+fn visit(p: &marshal::Parsed<'_>, node: u32, depth: usize) {
+    assert!(depth < 72); // MAX_DEPTH nested, and again through a reference
+    if let marshal::Item::Tuple(items) | marshal::Item::List(items) = p.get(node) {
+        for &item in items {
+            visit(p, item, depth + 1);
         }
     }
 }
@@ -672,12 +681,12 @@ fn marshal_reader_refuses_cut_and_trailing_bytes() {
 fn marshal_reader_reads_longs_and_refs() {
     // 2**31 = digits [0, 0, 2] of 15 bits
     let p = marshal::parse(b"l\x03\x00\x00\x00\x00\x00\x00\x00\x02\x00").unwrap();
-    assert_eq!(p.nodes[p.root], marshal::Value::Int(1 << 31));
+    assert_eq!(p.get(p.root), marshal::Item::Int(1 << 31));
     // [s, s] with s marshalled once (flagged) and referred back to, as marshal.dumps writes it
     let p = marshal::parse(b"[\x02\x00\x00\x00\xda\x01br\x00\x00\x00\x00").unwrap();
-    let marshal::Value::List(items) = &p.nodes[p.root] else {
+    let marshal::Item::List(items) = p.get(p.root) else {
         panic!()
     };
-    assert_eq!(p.nodes[items[0]], marshal::Value::Str("b"));
+    assert_eq!(p.get(items[0]), marshal::Item::Str("b"));
     assert_eq!(items[0], items[1]);
 }

@@ -90,17 +90,23 @@ def _chunks(rules):
 
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(findings(), max_size=6), max_size=4), st.integers(-(1 << 40), 1 << 40),
-       st.sampled_from([1, 2]), st.sampled_from(["\n", ",\n    "]))
-def test_spilled_chunks_rendered_by_the_core_are_the_shifted_findings_lines(chunks, shift, threads, sep):
+       st.sampled_from([0, 1, 2]), st.sampled_from(["\n", ",\n    "]), st.sampled_from([2, 1024]))
+def test_spilled_chunks_rendered_by_the_core_are_the_shifted_findings_lines(chunks, shift, threads, sep, size):
     """A store's spilled chunks handed over as their marshalled bytes (`FindingStore.stored(spilled=True)`),
     among in-memory lists: the text is every finding's line, shifted, joined by `sep`, as Python
-    writes it; a chunk the core leaves to Python (a lone surrogate, an int past 64 bits, a rule it
-    does not know) is read back and written by Python. In threads or not."""
+    writes it, in pieces of at most `NATIVE_BATCH` lines; a chunk the core leaves to Python (a lone
+    surrogate, an int past 64 bits, a rule it does not know) is read back and written by Python.
+    In threads or not."""
     stored = [(marshal.dumps(list(map(tuple, c))) if k % 2 == 0 else c, shift) for k, c in enumerate(chunks)]
     found = [shifted(f, shift) for c in chunks for f in c]
-    text = sep.join(t for t in serial.finding_texts(found, TEXTS, sep, core.finding_lines, stored, _chunks,
-                                                    threads) if t)
-    assert text == sep.join(serial._fast(f, TEXTS) for f in found)
+    batch, serial.NATIVE_BATCH = serial.NATIVE_BATCH, size
+    try:
+        pieces = list(serial.finding_texts(found, TEXTS, sep, core.finding_lines, stored, _chunks, threads))
+    finally:
+        serial.NATIVE_BATCH = batch
+    assert sep.join(t for t in pieces if t) == sep.join(serial._fast(f, TEXTS) for f in found)
+    if sep == "\n":  # a JSON line holds no newline
+        assert all(0 < p.count("\n") + 1 <= size for p in pieces)
 
 
 def test_the_core_renders_an_ordinary_spilled_chunk_itself():
@@ -114,11 +120,14 @@ def test_the_core_renders_an_ordinary_spilled_chunk_itself():
     rules = {r: (serial._cached(t.remedy), serial._cached(t.references)) for r, t in TEXTS.items()}
     render = core.ChunkLines(rules).render
     data = marshal.dumps([tuple(x) for x in batch])
-    assert render(data, 5, "\n") == "\n".join(serial._fast(shifted(x, 5), TEXTS) for x in batch)
-    assert render(marshal.dumps([]), 0, "\n") == ""
+    lines = [serial._fast(shifted(x, 5), TEXTS) for x in batch]
+    assert render(data, 5, "\n", 1024) == ["\n".join(lines)]
+    assert render(data, 5, ", ", 2) == [", ".join(lines[:2]), lines[2]]  # pieces of at most `size` lines
+    assert render(data, 5, "\n", 0) == lines
+    assert render(marshal.dumps([]), 0, "\n", 1024) == []
     for odd in (f._replace(text="\ud800"), f._replace(line=1 << 64), f._replace(rule="r9"),
                 f._replace(recoverable=1), f._replace(causes=[(1, "a", "b", "c")]), f._replace(line=2.0)):
-        assert render(marshal.dumps([tuple(f), tuple(odd)]), 0, "\n") is None
-    assert render(data[:-1], 0, "\n") is None  # cut
-    assert render(data + b"N", 0, "\n") is None  # trailing bytes
-    assert render(marshal.dumps((tuple(f),)), 0, "\n") is None  # not a list
+        assert render(marshal.dumps([tuple(f), tuple(odd)]), 0, "\n", 1024) is None
+    assert render(data[:-1], 0, "\n", 1024) is None  # cut
+    assert render(data + b"N", 0, "\n", 1024) is None  # trailing bytes
+    assert render(marshal.dumps((tuple(f),)), 0, "\n", 1024) is None  # not a list
