@@ -4,14 +4,14 @@
 //! past i64, a str that is not UTF-8, such as a lone surrogate, a cut or trailing byte) is refused
 //! with None, and Python reads that chunk itself. No PyO3 here: it runs without the GIL.
 
-/// One object read, 16 bytes: a string as where its UTF-8 lies in the data, a container as where
-/// its items' node numbers lie in `Parsed::items` (no allocation per container).
+/// One object read, 16 bytes: a string as its number in `Parsed::strs`, a container as where its
+/// items' node numbers lie in `Parsed::items` (no allocation per container).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Value {
     None,
     Bool(bool),
     Int(i64),
-    Str(u32, u32),
+    Str(u32),
     Tuple(u32, u32),
     List(u32, u32),
 }
@@ -29,8 +29,8 @@ pub enum Item<'p, 'a> {
 
 /// Every object of one marshalled value, and which of them is the value itself.
 pub struct Parsed<'a> {
-    data: &'a [u8],
     nodes: Vec<Value>,
+    strs: Vec<&'a str>,
     items: Vec<u32>,
     pub root: u32,
 }
@@ -43,8 +43,7 @@ impl<'a> Parsed<'a> {
             Value::None => Item::None,
             Value::Bool(b) => Item::Bool(b),
             Value::Int(n) => Item::Int(n),
-            // checked UTF-8 when read
-            Value::Str(at, len) => Item::Str(std::str::from_utf8(&self.data[span(at, len)]).unwrap_or_default()),
+            Value::Str(n) => Item::Str(self.strs[n as usize]),
             Value::Tuple(at, len) => Item::Tuple(&self.items[span(at, len)]),
             Value::List(at, len) => Item::List(&self.items[span(at, len)]),
         }
@@ -62,14 +61,15 @@ pub fn parse(data: &[u8]) -> Option<Parsed<'_>> {
         data,
         pos: 0,
         nodes: Vec::with_capacity(data.len() / 8),
+        strs: Vec::new(),
         items: Vec::with_capacity(data.len() / 8),
         pending: Vec::new(),
         refs: Vec::new(),
     };
     let root = r.object(0)?;
     (r.pos == data.len()).then_some(Parsed {
-        data,
         nodes: r.nodes,
+        strs: r.strs,
         items: r.items,
         root,
     })
@@ -79,6 +79,7 @@ struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
     nodes: Vec<Value>,
+    strs: Vec<&'a str>,
     items: Vec<u32>,   // the items of every container read, each container's together
     pending: Vec<u32>, // the items of the containers being read, innermost last
     refs: Vec<u32>,    // marshal's reference list: node number by reference number
@@ -109,11 +110,11 @@ impl<'a> Reader<'a> {
         u32::try_from(self.nodes.len() - 1).ok()
     }
 
-    /// A string's place in the data, once its bytes are known to be UTF-8.
+    /// The next `n` bytes as a string, where they are UTF-8.
     fn text(&mut self, n: usize) -> Option<Value> {
-        let at = self.pos;
-        std::str::from_utf8(self.take(n)?).ok()?;
-        Some(Value::Str(at as u32, n as u32)) // the data is under 4 GiB (`parse`)
+        let s = std::str::from_utf8(self.take(n)?).ok()?;
+        self.strs.push(s);
+        Some(Value::Str(u32::try_from(self.strs.len() - 1).ok()?))
     }
 
     fn object(&mut self, depth: usize) -> Option<u32> {
