@@ -42,6 +42,11 @@ def _burst_key(b: Burst, found: tuple[FindingKey, int]) -> BurstKey:
     return (not b.severe, b.first_seen is None, b.first_seen or "", b.source, b.first_line, *found)
 
 
+def _open_key(b: _OpenBurst, found: tuple[FindingKey, int]) -> BurstKey:
+    """`_burst_key` of the burst `b.close()` would build."""
+    return (not b.severe, b.min_stamp is None, b.min_stamp or "", b.lead.source, b.first.line, *found)
+
+
 @dataclass(slots=True)
 class _GroupAgg:
     key: BurstKey
@@ -114,13 +119,17 @@ class _OpenBurst:
             if self.max_stamp is None or stamp > self.max_stamp:
                 self.max_stamp = stamp
 
+    @property
+    def severe(self) -> bool:
+        return self.severe_specific if self.lead_is_specific else self.severe_any
+
     def close(self) -> Burst:
         lead, first = self.lead, self.first
         return Burst(
             source=lead.source, node=lead.node, kind=lead.kind, pid=lead.pid,
             first_line=first.line, last_line=self.last_line,
             first_seen=self.min_stamp, last_seen=self.max_stamp, findings=self.count,
-            severe=self.severe_specific if self.lead_is_specific else self.severe_any,
+            severe=self.severe,
             lead=BurstLead(
                 line=lead.line, timestamp=lead.timestamp, inferred_time=lead.time_hint,
                 code=lead.code, name=lead.name, api=lead.api, api_evidence=lead.api_evidence,
@@ -157,6 +166,9 @@ class Bursts:
         self.first_ends: dict[Thread, tuple[int, str] | None] = {}
         self.ambiguous = False
         self._started: tuple[int, Thread | None] = (0, None)  # line and thread of the last burst begun
+        # Once trimmed: the largest key kept. A later burst past it is never among the first
+        # MAX_BURSTS (at least that many have smaller keys), so it is counted but never built.
+        self._cutoff: BurstKey | None = None
 
     def add(self, f: Finding) -> None:
         """Runs of findings of one thread (or process) in one source, cut where lines or time
@@ -193,8 +205,19 @@ class Bursts:
             b = self.open.pop(thread)
             self.first_ends[thread] = (b.last_line, b.last_code)
         else:
-            self.keep(_burst_key(burst := self.open.pop(thread).close(), (first, n)), burst)
+            self._keep_open(_open_key(b := self.open.pop(thread), (first, n)), b)
         self._thread_start[thread] = (first, n + 1)
+
+    def _keep_open(self, key: BurstKey, b: _OpenBurst) -> None:
+        """`keep` of the burst `b` closes to, built only where it is kept or leads its group."""
+        lead = b.lead
+        group = self.groups.get((b.severe, lead.code, lead.api, lead.rule, lead.node))
+        if group is not None and key >= group.key and self._cutoff is not None and key > self._cutoff:
+            self.count += 1
+            group.add(key, group.first, 1, b.count, b.min_stamp, b.max_stamp)
+            return
+        burst = b.close()
+        self.keep(key, burst)
 
     def keep(self, key: BurstKey, burst: Burst, count: int = 1, findings: int | None = None,
               first: str | None = None, last: str | None = None) -> None:
@@ -215,6 +238,8 @@ class Bursts:
     def trim(self) -> None:
         self.bursts.sort(key=lambda kb: kb[0])
         del self.bursts[MAX_BURSTS:]
+        if len(self.bursts) == MAX_BURSTS:
+            self._cutoff = self.bursts[-1][0]
 
     def close_all(self) -> None:
         for thread in list(self.open):

@@ -155,6 +155,72 @@ def test_tallies_of_sources_merged_equal_one_tally(steps, cuts, cap):
         bursts_mod.MAX_BURSTS = old_cap
 
 
+def _eager(tally: Tally) -> Tally:
+    """`tally` building every burst it closes, as before `Bursts._keep_open` skipped some."""
+    b = tally.bursts
+    b._keep_open = lambda key, burst: bursts_mod.Bursts.keep(b, key, burst.close())  # type: ignore[method-assign]
+    return tally
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_STEP, min_size=1, max_size=120), st.lists(st.integers(1, 119), max_size=6), st.integers(1, 4),
+       st.booleans())
+def test_bursts_past_the_kept_ones_are_counted_as_if_built(steps, cuts, cap, back_in_time):
+    """A burst closed once the kept ones were trimmed, past them and not its group's first, is
+    counted but not built: the summary (bursts, groups, counts) is the one of building it. Sources
+    in time order or against it (later bursts then come first in the report)."""
+    findings = _findings(steps)
+    bounds = [0, *sorted(set(cuts)), len(findings)]
+    sources = [[f._replace(source=f"s{9 - i}.log") for f in findings[a:b]]
+               for i, (a, b) in enumerate(itertools.pairwise(bounds))]
+    findings = [f for source in (sources[::-1] if back_in_time else sources) for f in source]
+    old_cap = bursts_mod.MAX_BURSTS
+    bursts_mod.MAX_BURSTS = cap
+    try:
+        lazy, eager = Tally(), _eager(Tally())
+        for f in findings:
+            lazy.add(f)
+            eager.add(f)
+        assert lazy.summary() == eager.summary()
+    finally:
+        bursts_mod.MAX_BURSTS = old_cap
+
+
+def test_a_burst_between_the_kept_ones_is_built(monkeypatch):
+    """Two kept: b.log's bursts at 3, 9, 12 and 15 s are trimmed to those at 3 and 9 s; a.log's at
+    6 s, of the same group but not its first, comes after and must take the place of the one at 9 s."""
+    monkeypatch.setattr(bursts_mod, "MAX_BURSTS", 2)
+    found = _findings([(60, "11", None, 0, 3000, True, None, "", False) for _ in range(5)])
+    report = [f._replace(source="b.log") for k, f in enumerate(found) if k != 1] + [found[1]._replace(source="a.log")]
+    lazy, eager = Tally(), _eager(Tally())
+    for f in report:
+        lazy.add(f)
+        eager.add(f)
+    summary = lazy.summary()
+    assert summary == eager.summary()
+    assert [(b.source, b.first_seen) for b in summary.bursts] == [
+        ("b.log", "2025-11-12T03:40:03.000000"), ("a.log", "2025-11-12T03:40:06.000000")]
+
+
+def test_a_storm_builds_few_of_its_bursts(monkeypatch):
+    """Not a test the eager tracker passes: of 600 bursts in time order with two kept, only those
+    kept before the first trim and the groups' first ones are built."""
+    monkeypatch.setattr(bursts_mod, "MAX_BURSTS", 2)
+    built = []
+    close = bursts_mod._OpenBurst.close
+    monkeypatch.setattr(bursts_mod._OpenBurst, "close", lambda self: built.append(1) or close(self))
+    steps = [(60, "11", None, k % 2, 3000, True, None, "", False) for k in range(600)]
+    lazy, eager = Tally(), _eager(Tally())
+    for f in _findings(steps):
+        lazy.add(f)
+    n_lazy = len(built)
+    for f in _findings(steps):
+        eager.add(f)
+    assert lazy.summary() == eager.summary()
+    assert lazy.summary().burst_count == 600
+    assert len(built) - n_lazy == 600 and n_lazy <= 6
+
+
 def test_range_tallies_merge_a_storm_cut_anywhere():
     """A storm of one thread's burst across every cut, and many threads' bursts, each line one thread."""
     rnd = random.Random(7)
