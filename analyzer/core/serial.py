@@ -25,7 +25,7 @@ import marshal
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress, islice
+from itertools import chain, compress, islice
 from typing import Any, cast
 
 from .errors import InputError
@@ -236,18 +236,22 @@ def finding_texts(findings: Iterable[Finding], texts: RuleTexts, sep: str, nativ
         else:
             yield from filter(None, rendered)
 
-    if threads <= 0:
-        for item, shift in stored:
-            yield from joined(item, shift, render(item, shift, sep, NATIVE_BATCH) if item.__class__ is bytes else None)
+    items = iter(stored)
+    for item, shift in items:  # here until a spilled chunk comes (runs in memory need no thread)
+        if threads > 0 and item.__class__ is bytes:
+            break
+        yield from joined(item, shift, render(item, shift, sep, NATIVE_BATCH) if item.__class__ is bytes else None)
+    else:
         return
+    spilled = (item, shift)
     from collections import deque
     from concurrent.futures import Future, ThreadPoolExecutor
 
     ahead: deque[tuple[list[Any] | bytes, int, Future[list[str] | None] | None]] = deque()
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ddtriage-json") as pool:
-        for item, shift in stored:
-            rendered = pool.submit(render, item, shift, sep, NATIVE_BATCH) if item.__class__ is bytes else None
-            ahead.append((item, shift, rendered))
+        for chunk, moved in chain([spilled], items):
+            rendered = pool.submit(render, chunk, moved, sep, NATIVE_BATCH) if chunk.__class__ is bytes else None
+            ahead.append((chunk, moved, rendered))
             while len(ahead) > threads * RENDER_AHEAD:
                 done, at, future = ahead.popleft()
                 yield from joined(done, at, None if future is None else future.result())
