@@ -64,8 +64,9 @@ if TYPE_CHECKING:
 # Whether a plain stream's lines are read by the engine in the compiled core where it is built;
 # False: by this module's, line by line (the twin the tests compare it with).
 NATIVE = True
-# A plain stream with at least this many findings is tallied by the core's engine too (a stream of
-# fewer, in Python: handing a tally over costs more than counting a few).
+# A byte range with at least this many findings hands the core's tally of them over (one of fewer is
+# tallied in Python: handing a tally over costs more than counting a few). A whole source's tally
+# always stays in the core, merged into its unit's (`Counted.core_unit`).
 CORE_TALLY_MIN = 256
 TEXT_WIDTH = 600  # characters of a hit line kept in a finding
 SMALL_READ = 64 << 10  # the least a read of a regular file asks for once its known size is read
@@ -76,12 +77,15 @@ Sink = Callable[[Finding], None]
 
 class Counted(Protocol):
     """Where a stream goes whose findings the engine in the core also tallies: its findings to the
-    runs only (`keep_all`, a list at a time), then the stream's tally (`tallied`:
-    `ddtriage_core.Stream.tally`'s shape, which `diagnose.tally.Tally.from_core` reads).
-    `range_part`: the stream is a byte range."""
+    runs only (`keep_all`, a list at a time), then the stream's tally: a whole source's merged in
+    the core into `core_unit()` (`ddtriage_core.UnitTally`, where the core has one), else handed
+    to `tallied` (`ddtriage_core.Stream.tally`'s shape, which `diagnose.tally.Tally.from_core`
+    reads). `range_part`: the stream is a byte range."""
 
     @property
     def range_part(self) -> bool: ...
+
+    def core_unit(self) -> Any: ...
 
     def keep_all(self, found: list[Finding]) -> None: ...
 
@@ -319,9 +323,12 @@ class Engine:
              partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part)
         if history:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
-        # A stream's first findings wait: a stream of few is tallied in Python (cheaper than handing
-        # a tally over), one of more by the core's tally (`Tally.from_core`), with every one of them.
-        held: list[Finding] | None = [] if counted is not None else None
+        # A whole source's tally joins its unit's in the core (`Counted.core_unit`), and only the
+        # unit's crosses to Python. Without one (a byte range), a stream's first findings wait: a
+        # stream of few is tallied in Python (cheaper than handing a tally over), one of more by the
+        # core's tally (`Tally.from_core`), with every one of them.
+        unit = counted.core_unit() if counted is not None and not counted.range_part else None
+        held: list[Finding] | None = [] if counted is not None and unit is None else None
         whole = False
         try:
             for found in scan_native(stream, prefilter, counts, engine, gathered, history=history):
@@ -336,12 +343,15 @@ class Engine:
                     counted.keep_all(found)
             whole = True
         finally:
-            by_core = counted is not None and (held is None or not whole)
-            tally = engine.tally(by_core)
-            if counted is not None and tally is not None:
-                if held:
-                    counted.keep_all(held)
-                counted.tallied(tally)
+            if unit is not None:
+                engine.tally_into(unit)
+            else:
+                by_core = counted is not None and (held is None or not whole)
+                tally = engine.tally(by_core)
+                if counted is not None and tally is not None:
+                    if held:
+                        counted.keep_all(held)
+                    counted.tallied(tally)
             node_facts, related, dropped = engine.finish()
             if node_facts is not None:
                 gathered(node_facts)

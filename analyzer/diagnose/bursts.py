@@ -316,27 +316,42 @@ class Bursts:
         and every burst's group, in the same order."""
         self.close_all()
         self.trim()
-        groups = tuple(BurstGroup(g.first, g.bursts, g.findings, g.first_seen, g.last_seen)
+        groups = tuple(BurstGroup(_named(g.first), g.bursts, g.findings, g.first_seen, g.last_seen)
                        for g in sorted(self.groups.values(), key=lambda g: g.key))
-        return tuple(b for _, b in self.bursts), groups
+        return tuple(_named(b) for _, b in self.bursts), groups
 
 
 def from_core(found: tuple[Any, ...], source: str | None) -> Bursts:
     """The bursts of one source as the compiled core's tally counted them (`Stream.tally`): what
     feeding these findings to `Bursts.add` gives (`core/src/tally.rs` is its twin)."""
     range_part, count, ambiguous, started, kept, groups, starts, ends, open_ = found
-    b = Bursts(range_part)
-    b.count, b.ambiguous, b._started = count, ambiguous, (started[0], started[1])
-    b.bursts = [(key, _burst(fields)) for key, fields in kept]
-    for key, fields, bursts, findings, first_seen, last_seen in groups:
-        first = _burst(fields)
-        gkey = (first.severe, first.lead.code, first.lead.api, first.lead.rule, first.node)
-        b.groups[gkey] = _GroupAgg(key, first, bursts, findings, first_seen, last_seen)
+    b = from_core_unit(count, kept, groups, built=True)
+    b.range_part, b.ambiguous, b._started = range_part, ambiguous, (started[0], started[1])
     b._thread_start = dict(starts)
     b.first_ends = {thread: None if end is None else (end[0], end[1]) for thread, end in ends}
     b.open = {thread: _open_burst(fields) for thread, fields in open_}
     b._source = source  # the source its findings came from (None: none came)
     return b
+
+
+def from_core_unit(count: int, kept: list[Any], groups: list[Any], built: bool = False) -> Bursts:
+    """The closed bursts of a work unit's sources as the compiled core merged them
+    (`ddtriage_core.UnitTally`): what `merge` of their trackers gives. A burst stays the core's
+    tuple of fields until `result` names it (most of a unit's never make the cut), unless `built`."""
+    b = Bursts()
+    b.count = count
+    make: Any = _burst if built else tuple
+    b.bursts = [(key, make(fields)) for key, fields in kept]
+    for key, fields, bursts, findings, first_seen, last_seen in groups:
+        lead = fields[10]  # _burst's order: severe, lead (code, API, rule), node
+        gkey = (fields[9], lead[3], lead[5], lead[8], fields[1])
+        b.groups[gkey] = _GroupAgg(key, make(fields), bursts, findings, first_seen, last_seen)
+    return b
+
+
+def _named(b: Burst | tuple[Any, ...]) -> Burst:
+    """A kept burst as the summary names it (`from_core_unit` leaves some as the core's fields)."""
+    return _burst(b) if isinstance(b, tuple) else b
 
 
 def _links(prints: list[str], req_ids: list[str], peers: list[tuple[str | None, str | None]],

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.records import Finding, FindingKey, report_key, shifted
 from .bursts import Bursts
 from .bursts import from_core as bursts_from_core
+from .bursts import from_core_unit as bursts_from_core_unit
 from .fleet import FleetTally
 from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 
@@ -254,6 +255,33 @@ class Tally:
             tally.folds[key] = _FoldAgg(first, last, n, first_seen, last_seen)
         tally.fleet = FleetTally.from_core(bundles, prints)
         tally.sure = {node: (key, stamp) for node, (key, stamp) in sure}
+        return tally
+
+    @classmethod
+    def from_core_unit(cls, found: tuple[Any, ...]) -> Tally:
+        """The tally of a work unit's whole sources as the compiled core merged them
+        (`ddtriage_core.UnitTally`, `core/src/tally.rs`'s `Unit`): what `merge` of their tallies
+        and `leave_out` of those with a guessed year give."""
+        (sources, untallied, whole, guessed, count, unrecoverable, unknown, codes, actions, nodes, folds, bundles,
+         prints, sure, bursts) = found
+        tally = cls()
+        tally.sources, tally.untallied, tally.whole, tally.guessed = set(sources), set(untallied), whole, guessed
+        tally.count, tally.unrecoverable, tally.unknown = count, unrecoverable, unknown
+
+        def names(first: list[str], n: int) -> _Names:
+            out = _Names()
+            out.first, out.count = first, n
+            return out
+        for key, (first, action, recoverable, n, first_seen, last_seen, listed, counted) in codes:
+            tally.codes[key] = _CodeAgg(first, action, recoverable, n, first_seen, last_seen, names(listed, counted))
+        tally.actions = Counter(dict(actions))
+        for name, findings, bad, kinds, listed, counted in nodes:
+            tally.nodes[name] = _NodeAgg(findings, bad, Counter(dict(kinds)), names(listed, counted))
+        for key, first, last, n, first_seen, last_seen in folds:
+            tally.folds[key] = _FoldAgg(first, last, n, first_seen, last_seen)
+        tally.fleet = FleetTally.from_core(bundles, prints)
+        tally.sure = {node: (key, stamp) for node, (key, stamp) in sure}
+        tally.bursts = bursts_from_core_unit(*bursts)
         return tally
 
     def leave_out(self, source: str) -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ..core import observations
 from ..core.observations import Observed, RelatedKey
@@ -186,6 +186,10 @@ class BurstCut:
     def __init__(self) -> None:
         self.keys: list[BurstKey] = []
 
+    def bound(self) -> BurstKey | None:
+        """The key a burst must come before to make the cut (None: any may)."""
+        return self.keys[MAX_BURSTS - 1] if len(self.keys) >= MAX_BURSTS else None
+
     def apply(self, bursts: Bursts) -> None:
         """Drop the kept bursts that cannot make the cut, and remember the keys of the rest."""
         bursts.trim()
@@ -245,7 +249,7 @@ def run_unit(engine: Engine, unit: WorkUnit, spill_dir: str | None = None, cut: 
     if unit.end is None:
         for source in unit.sources:
             engine.scan_source(source, stats, sink.add, counted=sink)
-        sink.finish()
+        sink.finish(cut.bursts.bound() if cut is not None else None)
         sink.tally.bursts.close_all()  # what goes back to this process is closed bursts only
         if cut is not None:
             cut.apply(sink.tally, stats.observed)
@@ -280,6 +284,7 @@ class _Batched:
         self.leave_guessed = leave_guessed
         self._source: str | None = None
         self._held: list[Finding] | None = []  # the current source's findings not yet counted; None: counted
+        self._unit: Any = None  # the core's tally of the unit's whole sources it read (`core_unit`)
 
     def add(self, f: Finding) -> None:
         self.batch.append(f)
@@ -290,6 +295,13 @@ class _Batched:
     def range_part(self) -> bool:
         """Whether the unit is a byte range (its tally leaves its threads' first bursts open)."""
         return self.tally.bursts.range_part
+
+    def core_unit(self) -> Any:
+        """The compiled core's tally of this unit's whole sources (`ddtriage_core.UnitTally`), made
+        on first use and merged into `tally` by `finish`; None without the core."""
+        if self._unit is None:
+            self._unit = blocks.new_core_unit()
+        return self._unit
 
     def keep_all(self, found: list[Finding]) -> None:
         """Findings the engine in the core tallies itself: to the runs only, in order."""
@@ -336,10 +348,13 @@ class _Batched:
                     self._release()
                     self._held = None
 
-    def finish(self) -> None:
-        """Count what is still held (the last source's findings)."""
+    def finish(self, bound: BurstKey | None = None) -> None:
+        """Count what is still held (the last source's findings), and take the core's tally, its
+        kept bursts from `bound` on left out (`BurstCut`: they cannot make the cut)."""
         self.flush()
         self._release()
+        if self._unit is not None:
+            self.tally.merge(Tally.from_core_unit(self._unit.export(bound)))
 
     def _release(self) -> None:
         held, self._held = self._held, []

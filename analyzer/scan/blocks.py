@@ -186,6 +186,14 @@ def new_core_stream(*args: object) -> Any:
     return _core.Stream(*args)
 
 
+def new_core_unit() -> Any:
+    """A work unit's tally in the compiled core (`ddtriage_core.UnitTally`), or None where the
+    core does not run here or has none."""
+    if ENGINE != "rust" or _core is None or not hasattr(_core, "UnitTally"):
+        return None
+    return _core.UnitTally()
+
+
 def decode(raw: bytes) -> str:
     """Bytes of one line to text: invalid UTF-8 replaced, NUL padding and CR dropped."""
     text = raw.decode("utf-8", errors="replace")

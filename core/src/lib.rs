@@ -1503,6 +1503,7 @@ fn ddtriage_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<native::Detector>()?;
     m.add_class::<native::Block>()?;
     m.add_class::<native::Stream>()?;
+    m.add_class::<native::UnitTally>()?;
     m.add_class::<ChunkLines>()?;
     m.add_function(wrap_pyfunction!(count_lines, m)?)?;
     m.add_function(wrap_pyfunction!(begin_back, m)?)?;

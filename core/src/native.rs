@@ -309,7 +309,6 @@ struct Owned {
     line: i64,
     recoverable: Option<bool>,
     flags: [bool; 3], // year_guessed, generic, in_cluster_results (unused)
-    causes: Vec<(i64, String, String, String)>,
     link: Vec<(String, String)>,
 }
 
@@ -317,7 +316,7 @@ impl Owned {
     fn of(f: &Bound<'_, PyAny>) -> PyResult<Owned> {
         let t = f.cast::<PyTuple>()?;
         let mut s: [Option<String>; 33] = std::array::from_fn(|_| None);
-        for i in [0, 2, 3, 4, 5, 6, 9, 10, 11, 13, 14, 18, 19, 23, 24, 25, 26, 27] {
+        for i in [0, 2, 3, 4, 5, 9, 10, 13, 14, 18, 19, 23, 24, 25, 26, 27] {
             s[i] = t.get_item(i)?.extract()?;
         }
         Ok(Owned {
@@ -325,7 +324,6 @@ impl Owned {
             line: t.get_item(1)?.extract()?,
             recoverable: t.get_item(8)?.extract()?,
             flags: [t.get_item(21)?.extract()?, t.get_item(17)?.extract()?, false],
-            causes: t.get_item(22)?.extract()?,
             link: t.get_item(32)?.extract()?,
         })
     }
@@ -338,7 +336,6 @@ impl Owned {
             code: s(3).unwrap_or(""),
             name: s(4),
             api: s(5),
-            api_evidence: s(6),
             rule: s(9).unwrap_or(""),
             action: s(10).unwrap_or(""),
             recoverable: self.recoverable,
@@ -354,8 +351,6 @@ impl Owned {
             fingerprint: s(24).unwrap_or(""),
             bundle: s(25),
             generic: self.flags[1],
-            text: s(11).unwrap_or(""),
-            causes: &self.causes,
             link: &self.link,
         }
     }
@@ -370,7 +365,6 @@ fn view_of<'a>(f: &'a FindingRec, cfg: &'a StreamCfg, node: &'a Option<String>) 
         code: &f.code,
         name: r.name.as_deref(),
         api: f.api.as_deref(),
-        api_evidence: f.api_evidence,
         rule: &r.rule,
         action: &r.action,
         recoverable: r.recoverable,
@@ -386,8 +380,6 @@ fn view_of<'a>(f: &'a FindingRec, cfg: &'a StreamCfg, node: &'a Option<String>) 
         fingerprint: &f.fingerprint,
         bundle: cfg.bundle.as_deref(),
         generic: r.generic,
-        text: &f.text,
-        causes: &f.causes,
         link: &f.link,
     }
 }
@@ -867,6 +859,22 @@ impl Stream {
         export_tally(py, t).map(Some)
     }
 
+    /// A whole source's tally, its bursts closed, merged into its unit's (`UnitTally`) instead of
+    /// crossing to Python; False (nothing done) without a tally or for a byte range's.
+    fn tally_into(&mut self, unit: &Bound<'_, UnitTally>) -> bool {
+        match self.tally.take() {
+            Some(mut t) if !t.bursts.range_part => {
+                t.close();
+                unit.borrow_mut().unit.absorb(t);
+                true
+            }
+            other => {
+                self.tally = other;
+                false
+            }
+        }
+    }
+
     /// The stream's state as `_StreamState.from_core` reads it.
     fn state(&self) -> StateRow {
         export(&self.tables, &self.state)
@@ -922,6 +930,35 @@ impl Stream {
     }
 }
 
+/// The tally of a work unit's whole sources that the core read (`tally::Unit`): each stream's
+/// merged in as it ends (`Stream.tally_into`), the whole read by Python once
+/// (`diagnose.tally.Tally.from_core_unit`).
+#[pyclass(module = "ddtriage_core")]
+#[derive(Default)]
+pub struct UnitTally {
+    unit: tally::Unit<Obj>,
+}
+
+#[pymethods]
+impl UnitTally {
+    #[new]
+    fn new() -> Self {
+        UnitTally::default()
+    }
+
+    /// The tally so far, as `Tally.from_core_unit` reads it, without the kept bursts from `bound`
+    /// on (`run.parallel.BurstCut`: they cannot make the cut); this one starts afresh.
+    #[pyo3(signature = (bound = None))]
+    fn export<'py>(&mut self, py: Python<'py>, bound: Option<tally::BurstKey>) -> PyResult<Bound<'py, PyTuple>> {
+        let mut unit = std::mem::take(&mut self.unit);
+        if let Some(bound) = bound {
+            unit.bursts.retain(|(key, _)| *key < bound);
+        }
+        unit.trim();
+        export_unit(py, unit)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tally as `Tally.from_core` reads it.
 
@@ -941,74 +978,122 @@ fn thread_py<'py>(py: Python<'py>, t: &tally::Thread) -> PyResult<Bound<'py, PyT
     (t.0.as_str(), t.1.as_deref(), t.2.as_deref()).into_pyobject(py)
 }
 
-/// (line, timestamp, inferred time, code, name, api, evidence, recoverable, rule, action, text).
-fn lead_py<'py>(py: Python<'py>, k: &Kept<Obj>) -> PyResult<Bound<'py, PyTuple>> {
-    (
-        k.line,
-        k.timestamp.as_deref(),
-        k.time_hint.as_deref(),
-        k.code.as_str(),
-        k.name.as_deref(),
-        k.api.as_deref(),
-        k.api_evidence.as_deref(),
-        k.recoverable,
-        k.rule.as_str(),
-        k.action.as_str(),
-        k.text.as_str(),
-    )
-        .into_pyobject(py)
+/// A kept finding's own `Finding` (`records.Finding`: a tuple of its fields): a burst's texts
+/// are read from it, the finding's own Python strings, shared as the Python tally's bursts
+/// share them (a unit's tally pickled back from a worker writes each once).
+fn finding_of<'py>(py: Python<'py>, k: &Kept<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    obj(py, &k.obj)
+        .cast_into::<PyTuple>()
+        .ok()
+        .filter(|t| t.len() > FINDING_TIME_HINT)
+        .ok_or_else(|| PyValueError::new_err("a tallied finding is not a Finding"))
 }
 
-fn links_py<'py>(py: Python<'py>, l: &tally::Links) -> PyResult<Bound<'py, PyTuple>> {
-    let by_code: Vec<((&str, Option<&str>), u64)> = l
-        .by_code
-        .iter()
-        .map(|((name, api), n)| ((name.as_str(), api.as_deref()), *n))
-        .collect();
-    (l.prints.clone(), l.req_ids.clone(), l.peers.clone(), by_code).into_pyobject(py)
+// `records.Finding`'s fields a burst names, by position.
+const FINDING_SOURCE: usize = 0;
+const FINDING_LINE: usize = 1;
+const FINDING_TIMESTAMP: usize = 2;
+const FINDING_CODE: usize = 3;
+const FINDING_NAME: usize = 4;
+const FINDING_API: usize = 5;
+const FINDING_EVIDENCE: usize = 6;
+const FINDING_RECOVERABLE: usize = 8;
+const FINDING_RULE: usize = 9;
+const FINDING_ACTION: usize = 10;
+const FINDING_TEXT: usize = 11;
+const FINDING_PID: usize = 13;
+const FINDING_NODE: usize = 18;
+const FINDING_KIND: usize = 19;
+const FINDING_CAUSES: usize = 22;
+const FINDING_TIME_HINT: usize = 23;
+
+fn fields_of<'py>(t: &Bound<'py, PyTuple>, at: &[usize]) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    at.iter().map(|&i| t.get_item(i)).collect()
+}
+
+/// (line, timestamp, inferred time, code, name, api, evidence, recoverable, rule, action, text).
+fn lead_py<'py>(py: Python<'py>, k: &Kept<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let at = [
+        FINDING_LINE,
+        FINDING_TIMESTAMP,
+        FINDING_TIME_HINT,
+        FINDING_CODE,
+        FINDING_NAME,
+        FINDING_API,
+        FINDING_EVIDENCE,
+        FINDING_RECOVERABLE,
+        FINDING_RULE,
+        FINDING_ACTION,
+        FINDING_TEXT,
+    ];
+    PyTuple::new(py, fields_of(&finding_of(py, k)?, &at)?)
+}
+
+fn links_py<'py>(t: &mut Texts<'py>, l: &tally::Links) -> PyResult<Bound<'py, PyTuple>> {
+    let py = t.py;
+    let peers = PyList::empty(py);
+    for (a, b) in &l.peers {
+        peers.append((t.o(a.as_deref()), t.o(b.as_deref())))?;
+    }
+    let by_code = PyList::empty(py);
+    for ((name, api), n) in &l.by_code {
+        by_code.append(((t.s(name), t.o(api.as_deref())), *n))?;
+    }
+    PyTuple::new(
+        py,
+        [
+            t.list(&l.prints)?.into_any(),
+            t.list(&l.req_ids)?.into_any(),
+            peers.into_any(),
+            by_code.into_any(),
+        ],
+    )
 }
 
 /// The fields of a `Burst`: (source, node, kind, pid, first line, last line, first seen, last
 /// seen, findings, severe, lead, echoes, causes, also, links, repeats).
-fn burst_py<'py>(py: Python<'py>, b: &tally::Burst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
-    let lead = &b.lead;
-    type Also<'a> = (&'a str, Option<&'a str>, Option<&'a str>, i64, &'a str, Option<bool>);
-    let also: Vec<Also> = b
-        .also
-        .iter()
-        .map(|a| {
-            (
-                a.code.as_str(),
-                a.name.as_deref(),
-                a.api.as_deref(),
-                a.line,
-                a.action.as_str(),
-                a.recoverable,
-            )
-        })
-        .collect();
-    let items: Vec<Bound<'py, PyAny>> = vec![
-        lead.source.as_str().into_pyobject(py)?.into_any(),
-        lead.node.as_deref().into_pyobject(py)?.into_any(),
-        lead.kind.as_str().into_pyobject(py)?.into_any(),
-        lead.pid.as_deref().into_pyobject(py)?.into_any(),
+fn burst_py<'py>(t: &mut Texts<'py>, b: &tally::Burst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let py = t.py;
+    let also = PyList::empty(py);
+    for a in &b.also {
+        let f = finding_of(py, a)?;
+        let at = [
+            FINDING_CODE,
+            FINDING_NAME,
+            FINDING_API,
+            FINDING_LINE,
+            FINDING_ACTION,
+            FINDING_RECOVERABLE,
+        ];
+        also.append(PyTuple::new(py, fields_of(&f, &at)?)?)?;
+    }
+    let lead = finding_of(py, &b.lead)?;
+    // `Burst.causes`: the lead's first five
+    let causes = lead
+        .get_item(FINDING_CAUSES)?
+        .cast_into::<PyTuple>()?
+        .get_slice(0, 5)
+        .into_any();
+    let mut items = fields_of(&lead, &[FINDING_SOURCE, FINDING_NODE, FINDING_KIND, FINDING_PID])?;
+    items.extend([
         b.first_line.into_pyobject(py)?.into_any(),
         b.last_line.into_pyobject(py)?.into_any(),
-        b.first_seen.as_deref().into_pyobject(py)?.into_any(),
-        b.last_seen.as_deref().into_pyobject(py)?.into_any(),
+        t.o(b.first_seen.as_deref()),
+        t.o(b.last_seen.as_deref()),
         b.findings.into_pyobject(py)?.into_any(),
         PyBool::new(py, b.severe).to_owned().into_any(),
-        lead_py(py, lead)?.into_any(),
+        lead_py(py, &b.lead)?.into_any(),
         b.echoes.into_pyobject(py)?.into_any(),
-        lead.causes.clone().into_pyobject(py)?.into_any(),
-        also.into_pyobject(py)?.into_any(),
-        links_py(py, &b.links)?.into_any(),
+        causes,
+        also.into_any(),
+        links_py(t, &b.links)?.into_any(),
         b.repeats.into_pyobject(py)?.into_any(),
-    ];
+    ]);
     PyTuple::new(py, items)
 }
 
-fn open_py<'py>(py: Python<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+fn open_py<'py>(t: &mut Texts<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let py = t.py;
     let others = PyList::empty(py);
     for ((code, api, action), k) in &b.others {
         others.append(((code.as_str(), api.as_str(), action.as_str()), obj(py, &k.obj)))?;
@@ -1028,7 +1113,7 @@ fn open_py<'py>(py: Python<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'p
         PyBool::new(py, b.severe_specific).to_owned().into_any(),
         PyBool::new(py, b.severe_any).to_owned().into_any(),
         PyBool::new(py, b.lead_is_specific).to_owned().into_any(),
-        links_py(py, &b.links)?.into_any(),
+        links_py(t, &b.links)?.into_any(),
     ];
     PyTuple::new(py, items)
 }
@@ -1036,6 +1121,10 @@ fn open_py<'py>(py: Python<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound<'p
 /// (source, count, unrecoverable, unknown, whole, (line, code) last counted, guessed, codes,
 /// actions, nodes, folds, bundles, prints, sure, bursts): see `Tally.from_core`.
 fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let mut texts = Texts {
+        py,
+        seen: HashMap::new(),
+    };
     let codes = PyList::empty(py);
     for ((code, name, api, rule), a) in &t.codes {
         codes.append((
@@ -1096,13 +1185,13 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
     let b = &t.bursts;
     let kept = PyList::empty(py);
     for (key, burst) in &b.bursts {
-        kept.append((burst_key_py(py, key)?, burst_py(py, burst)?))?;
+        kept.append((burst_key_py(py, key)?, burst_py(&mut texts, burst)?))?;
     }
     let groups = PyList::empty(py);
     for (_, g) in &b.groups {
         groups.append((
             burst_key_py(py, &g.key)?,
-            burst_py(py, &g.first)?,
+            burst_py(&mut texts, &g.first)?,
             g.bursts,
             g.findings,
             g.first_seen.as_deref(),
@@ -1119,7 +1208,7 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
     }
     let open = PyList::empty(py);
     for (thread, o) in &b.open {
-        open.append((thread_py(py, thread)?, open_py(py, o)?))?;
+        open.append((thread_py(py, thread)?, open_py(&mut texts, o)?))?;
     }
     let started: Bound<'py, PyAny> = match &b.started.1 {
         Some(thread) => (b.started.0, thread_py(py, thread)?).into_pyobject(py)?.into_any(),
@@ -1153,6 +1242,183 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
         prints.into_any(),
         sure.into_any(),
         bursts.into_any(),
+    ];
+    PyTuple::new(py, items)
+}
+
+/// One Python string per text while a unit's tally is exported: its rows repeat the same
+/// sources, codes, stamps and fingerprints, which Python's own tally holds once each (the
+/// findings' strings), so a unit's tally costs no more memory, nor pickle, than Python's.
+struct Texts<'py> {
+    py: Python<'py>,
+    seen: HashMap<String, Bound<'py, PyString>>,
+}
+
+impl<'py> Texts<'py> {
+    fn s(&mut self, v: &str) -> Bound<'py, PyAny> {
+        if let Some(t) = self.seen.get(v) {
+            return t.clone().into_any();
+        }
+        let t = PyString::new(self.py, v);
+        self.seen.insert(v.to_string(), t.clone());
+        t.into_any()
+    }
+
+    fn o(&mut self, v: Option<&str>) -> Bound<'py, PyAny> {
+        match v {
+            Some(v) => self.s(v),
+            None => self.py.None().into_bound(self.py),
+        }
+    }
+
+    fn list<'a>(&mut self, vs: impl IntoIterator<Item = &'a String>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(self.py);
+        for v in vs {
+            out.append(self.s(v))?;
+        }
+        Ok(out)
+    }
+
+    fn key(&mut self, k: &tally::Key) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            self.py,
+            [self.s(&k.0), k.1.into_pyobject(self.py)?.into_any(), self.s(&k.2)],
+        )
+    }
+
+    fn burst_key(&mut self, k: &tally::BurstKey) -> PyResult<Bound<'py, PyTuple>> {
+        let py = self.py;
+        PyTuple::new(
+            py,
+            [
+                PyBool::new(py, k.0).to_owned().into_any(),
+                PyBool::new(py, k.1).to_owned().into_any(),
+                self.s(&k.2),
+                self.s(&k.3),
+                k.4.into_pyobject(py)?.into_any(),
+                self.key(&k.5)?.into_any(),
+                k.6.into_pyobject(py)?.into_any(),
+            ],
+        )
+    }
+}
+
+fn export_unit<'py>(py: Python<'py>, u: tally::Unit<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    let mut t = Texts {
+        py,
+        seen: HashMap::new(),
+    };
+    let codes = PyList::empty(py);
+    for ((code, name, api, rule), (a, names)) in &u.codes.items {
+        let key = PyTuple::new(py, [t.s(code), t.s(name), t.s(api), t.s(rule)])?;
+        let row = PyTuple::new(
+            py,
+            [
+                t.key(&a.first)?.into_any(),
+                t.s(&a.action),
+                a.recoverable.into_pyobject(py)?.to_owned().into_any(),
+                a.count.into_pyobject(py)?.into_any(),
+                t.o(a.first_seen.as_deref()),
+                t.o(a.last_seen.as_deref()),
+                t.list(&names.first)?.into_any(),
+                names.count.into_pyobject(py)?.into_any(),
+            ],
+        )?;
+        codes.append((key, row))?;
+    }
+    let nodes = PyList::empty(py);
+    for (name, (n, names)) in &u.nodes.items {
+        let kinds = PyList::empty(py);
+        for (kind, count) in &n.kinds {
+            kinds.append((t.s(kind), *count))?;
+        }
+        nodes.append((
+            t.s(name),
+            n.findings,
+            n.unrecoverable,
+            kinds,
+            t.list(&names.first)?,
+            names.count,
+        ))?;
+    }
+    let folds = PyList::empty(py);
+    for ((print, node), f) in &u.folds.items {
+        folds.append((
+            (t.s(print), t.o(node.as_deref())),
+            obj(py, &f.first),
+            obj(py, &f.last),
+            f.count,
+            t.o(f.first_seen.as_deref()),
+            t.o(f.last_seen.as_deref()),
+        ))?;
+    }
+    let bundles = PyList::empty(py);
+    for (key, b) in &u.bundles.items {
+        bundles.append((
+            t.o(key.as_deref()),
+            b.findings,
+            b.unrecoverable,
+            t.o(b.first.as_deref()),
+            t.o(b.last.as_deref()),
+            t.list(&b.nodes)?,
+            t.list(&b.prints)?,
+        ))?;
+    }
+    let prints = PyList::empty(py);
+    for (key, p) in &u.prints.items {
+        let bundles = PyList::empty(py);
+        for b in &p.bundles {
+            bundles.append(t.o(b.as_deref()))?;
+        }
+        prints.append((
+            t.s(key),
+            obj(py, &p.example),
+            p.findings,
+            t.o(p.first.as_deref()),
+            t.o(p.last.as_deref()),
+            bundles,
+            t.list(&p.nodes)?,
+        ))?;
+    }
+    let sure = PyList::empty(py);
+    for (node, (key, stamp)) in &u.sure.items {
+        sure.append((t.o(node.as_deref()), (t.key(key)?, t.s(stamp))))?;
+    }
+    let kept = PyList::empty(py);
+    for (key, burst) in &u.bursts {
+        kept.append((t.burst_key(key)?, burst_py(&mut t, burst)?))?;
+    }
+    let groups = PyList::empty(py);
+    for (_, g) in &u.groups.items {
+        groups.append((
+            t.burst_key(&g.key)?,
+            burst_py(&mut t, &g.first)?,
+            g.bursts,
+            g.findings,
+            t.o(g.first_seen.as_deref()),
+            t.o(g.last_seen.as_deref()),
+        ))?;
+    }
+    let actions = PyList::empty(py);
+    for (action, n) in &u.actions.items {
+        actions.append((t.s(action), *n))?;
+    }
+    let items: Vec<Bound<'py, PyAny>> = vec![
+        t.list(&u.sources)?.into_any(),
+        t.list(&u.untallied)?.into_any(),
+        PyBool::new(py, u.whole).to_owned().into_any(),
+        u.guessed.into_pyobject(py)?.into_any(),
+        u.count.into_pyobject(py)?.into_any(),
+        u.unrecoverable.into_pyobject(py)?.into_any(),
+        u.unknown.into_pyobject(py)?.into_any(),
+        codes.into_any(),
+        actions.into_any(),
+        nodes.into_any(),
+        folds.into_any(),
+        bundles.into_any(),
+        prints.into_any(),
+        sure.into_any(),
+        (u.burst_count, kept, groups).into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
 }

@@ -25,7 +25,6 @@ pub struct View<'a> {
     pub code: &'a str,
     pub name: Option<&'a str>,
     pub api: Option<&'a str>,
-    pub api_evidence: Option<&'a str>,
     pub rule: &'a str,
     pub action: &'a str,
     pub recoverable: Option<bool>,
@@ -41,8 +40,6 @@ pub struct View<'a> {
     pub fingerprint: &'a str,
     pub bundle: Option<&'a str>,
     pub generic: bool,
-    pub text: &'a str,
-    pub causes: &'a [(i64, String, String, String)],
     pub link: &'a [(String, String)],
 }
 
@@ -67,27 +64,17 @@ fn key_of(f: &View) -> Key {
     (f.source.to_string(), f.line, f.code.to_string())
 }
 
-/// What a burst keeps of one of its findings: the finding, and what `Burst` names of it.
+/// What a burst keeps of one of its findings: the finding itself (what `Burst` names of it is
+/// read from it when the tally crosses to Python), and what the tally compares.
 #[derive(Clone)]
 pub struct Kept<O> {
     pub obj: O,
     pub line: i64,
-    pub timestamp: Option<String>,
-    pub time_hint: Option<String>,
     pub code: String,
-    pub name: Option<String>,
     pub api: Option<String>,
-    pub api_evidence: Option<String>,
-    pub recoverable: Option<bool>,
     pub rule: String,
-    pub action: String,
-    pub text: String,
     pub generic: bool,
-    pub source: String,
     pub node: Option<String>,
-    pub kind: String,
-    pub pid: Option<String>,
-    pub causes: Vec<(i64, String, String, String)>,
 }
 
 impl<O: Clone> Kept<O> {
@@ -95,22 +82,11 @@ impl<O: Clone> Kept<O> {
         Kept {
             obj: obj.clone(),
             line: f.line,
-            timestamp: own(f.timestamp),
-            time_hint: own(f.time_hint),
             code: f.code.to_string(),
-            name: own(f.name),
             api: own(f.api),
-            api_evidence: own(f.api_evidence),
-            recoverable: f.recoverable,
             rule: f.rule.to_string(),
-            action: f.action.to_string(),
-            text: f.text.to_string(),
             generic: f.generic,
-            source: f.source.to_string(),
             node: own(f.node),
-            kind: f.kind.to_string(),
-            pid: own(f.pid),
-            causes: f.causes.iter().take(5).cloned().collect(),
         }
     }
 }
@@ -514,6 +490,8 @@ pub struct NodeAgg {
 pub struct Fold<O> {
     pub first: O,
     pub last: O,
+    pub first_at: Key, // their report keys, which a merge of sources compares
+    pub last_at: (i64, String),
     pub count: u64,
     pub first_seen: Option<String>,
     pub last_seen: Option<String>,
@@ -532,6 +510,7 @@ pub struct Bundle {
 /// `fleet._Print`.
 pub struct Print<O> {
     pub example: O,
+    pub example_at: Key,
     pub findings: u64,
     pub first: Option<String>,
     pub last: Option<String>,
@@ -703,6 +682,8 @@ impl<O: Clone> Tally<O> {
                     Fold {
                         first: obj.clone(),
                         last: obj.clone(),
+                        first_at: key_of(f),
+                        last_at: (f.line, f.code.to_string()),
                         count: 0,
                         first_seen: None,
                         last_seen: None,
@@ -718,6 +699,10 @@ impl<O: Clone> Tally<O> {
         let fold = &mut self.folds[i].1;
         fold.count += 1;
         fold.last = obj.clone(); // within a source, in report order
+        fold.last_at.0 = f.line;
+        if fold.last_at.1 != f.code {
+            f.code.clone_into(&mut fold.last_at.1);
+        }
         let stamp = nonempty(f.timestamp).or(nonempty(f.time_hint));
         earlier(&mut fold.first_seen, stamp);
         later(&mut fold.last_seen, stamp);
@@ -758,6 +743,7 @@ impl<O: Clone> Tally<O> {
                     f.fingerprint.to_string(),
                     Print {
                         example: obj.clone(),
+                        example_at: key_of(f),
                         findings: 0,
                         first: None,
                         last: None,
@@ -786,6 +772,353 @@ impl<O: Clone> Tally<O> {
     pub fn close(&mut self) {
         if let Some(source) = self.source.clone() {
             self.bursts.close_all(&source);
+        }
+    }
+}
+
+const LIST_LIMIT: usize = 10; // summary.LIST_LIMIT
+
+/// `tally._Names`: a row's distinct sources, counted, with the LIST_LIMIT smallest.
+#[derive(Clone, Default)]
+pub struct Names {
+    pub first: Vec<String>,
+    pub count: u64,
+}
+
+impl Names {
+    fn one(source: &str) -> Names {
+        Names {
+            first: vec![source.to_string()],
+            count: 1,
+        }
+    }
+
+    /// `_Names.merge`: the other's names (of other sources) added.
+    fn merge(&mut self, other: &Names) {
+        self.first.extend(other.first.iter().cloned());
+        self.first.sort_unstable();
+        self.first.dedup();
+        self.first.truncate(LIST_LIMIT);
+        self.count += other.count;
+    }
+}
+
+fn earliest(a: &mut Option<String>, b: Option<String>) {
+    if let Some(b) = b
+        && a.as_ref().is_none_or(|x| b < *x)
+    {
+        *a = Some(b);
+    }
+}
+
+fn latest(a: &mut Option<String>, b: Option<String>) {
+    if let Some(b) = b
+        && a.as_ref().is_none_or(|x| b > *x)
+    {
+        *a = Some(b);
+    }
+}
+
+/// A fold of several sources: `Fold` with its first and last findings' whole keys.
+pub struct UnitFold<O> {
+    pub first: O,
+    pub first_at: Key,
+    pub last: O,
+    pub last_at: Key,
+    pub count: u64,
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+}
+
+/// `fleet._Bundle` of several sources.
+#[derive(Default)]
+pub struct UnitBundle {
+    pub findings: u64,
+    pub unrecoverable: u64,
+    pub first: Option<String>,
+    pub last: Option<String>,
+    pub nodes: std::collections::BTreeSet<String>,
+    pub prints: std::collections::BTreeSet<String>,
+}
+
+/// `fleet._Print` of several sources.
+pub struct UnitPrint<O> {
+    pub example: O,
+    pub example_at: Key,
+    pub findings: u64,
+    pub first: Option<String>,
+    pub last: Option<String>,
+    pub bundles: std::collections::BTreeSet<Option<String>>,
+    pub nodes: std::collections::BTreeSet<String>,
+}
+
+/// A map that keeps its keys in the order they came, as a Python dict does: a merged tally's rows
+/// cross to Python in the order Python's merges would have made them, so ties sort alike.
+pub struct Ordered<K, V> {
+    pub items: Vec<(K, V)>,
+    at: HashMap<K, usize>,
+}
+
+impl<K, V> Default for Ordered<K, V> {
+    fn default() -> Self {
+        Ordered {
+            items: Vec::new(),
+            at: HashMap::new(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V> Ordered<K, V> {
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        let i = *self.at.get(key)?;
+        Some(&mut self.items[i].1)
+    }
+
+    /// Adds `key` (at the end), or replaces its value where it is.
+    pub fn insert(&mut self, key: K, value: V) {
+        match self.at.get(&key) {
+            Some(&i) => self.items[i].1 = value,
+            None => {
+                self.at.insert(key.clone(), self.items.len());
+                self.items.push((key, value));
+            }
+        }
+    }
+
+    pub fn entry_or(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        let i = match self.at.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.at.insert(key.clone(), self.items.len());
+                self.items.push((key, make()));
+                self.items.len() - 1
+            }
+        };
+        &mut self.items[i].1
+    }
+}
+
+/// The tally of a work unit's whole sources the core read: each stream's `Tally`, once it ends,
+/// merged here as `diagnose.tally.Tally.merge` merges them (or left out, as `Tally.leave_out`,
+/// where a year was guessed), so only the unit's tally crosses to Python, once.
+pub struct Unit<O> {
+    pub sources: std::collections::BTreeSet<String>,
+    pub untallied: std::collections::BTreeSet<String>,
+    pub whole: bool,
+    pub guessed: u64,
+    pub count: u64,
+    pub unrecoverable: u64,
+    pub unknown: u64,
+    pub sure: Ordered<Option<String>, (Key, String)>,
+    pub codes: Ordered<(String, String, String, String), (CodeAgg, Names)>,
+    pub actions: Ordered<String, u64>,
+    pub nodes: Ordered<String, (NodeAgg, Names)>,
+    pub folds: Ordered<FoldKey, UnitFold<O>>,
+    pub bundles: Ordered<Option<String>, UnitBundle>,
+    pub prints: Ordered<String, UnitPrint<O>>,
+    pub bursts: Vec<(BurstKey, Burst<O>)>, // trimmed lazily, as `Bursts.merge` does
+    // Once trimmed, the largest key kept: a burst past it is never among the first MAX_BURSTS
+    // (`Bursts._cutoff`), so it is not kept.
+    cutoff: Option<BurstKey>,
+    pub burst_count: u64,
+    pub groups: Ordered<GroupKey, Group<O>>,
+}
+
+impl<O: Clone> Default for Unit<O> {
+    fn default() -> Self {
+        Unit {
+            sources: Default::default(),
+            untallied: Default::default(),
+            whole: true,
+            guessed: 0,
+            count: 0,
+            unrecoverable: 0,
+            unknown: 0,
+            sure: Ordered::default(),
+            codes: Ordered::default(),
+            actions: Ordered::default(),
+            nodes: Ordered::default(),
+            folds: Ordered::default(),
+            bundles: Ordered::default(),
+            prints: Ordered::default(),
+            bursts: Vec::new(),
+            cutoff: None,
+            burst_count: 0,
+            groups: Ordered::default(),
+        }
+    }
+}
+
+impl<O: Clone> Unit<O> {
+    /// `_Batched.tallied` of a whole source's tally (its bursts closed): left out where one of
+    /// its findings' years was guessed (`Tally.leave_out`), else merged (`Tally.merge`). A tally
+    /// of no finding changes nothing.
+    pub fn absorb(&mut self, t: Tally<O>) {
+        let Some(source) = t.source.clone().filter(|_| t.count > 0) else {
+            return;
+        };
+        if t.guessed > 0 {
+            self.whole &= !self.sources.contains(&source);
+            self.untallied.insert(source);
+            return;
+        }
+        self.whole &= t.whole && !self.sources.contains(&source) && !self.untallied.contains(&source);
+        self.sources.insert(source.clone());
+        self.guessed += t.guessed;
+        for (node, sure) in t.sure {
+            match self.sure.get_mut(&node) {
+                Some(mine) if mine.0 <= sure.0 => {}
+                _ => self.sure.insert(node, sure),
+            }
+        }
+        self.count += t.count;
+        self.unrecoverable += t.unrecoverable;
+        self.unknown += t.unknown;
+        for (key, agg) in t.codes {
+            match self.codes.get_mut(&key) {
+                None => {
+                    self.codes.insert(key, (agg, Names::one(&source)));
+                }
+                Some((mine, names)) => {
+                    if agg.first < mine.first {
+                        mine.first = agg.first;
+                        mine.action = agg.action;
+                        mine.recoverable = agg.recoverable;
+                    }
+                    mine.count += agg.count;
+                    earliest(&mut mine.first_seen, agg.first_seen);
+                    latest(&mut mine.last_seen, agg.last_seen);
+                    names.merge(&Names::one(&source));
+                }
+            }
+        }
+        for (action, n) in t.actions {
+            *self.actions.entry_or(action, || 0) += n;
+        }
+        for (name, node) in t.nodes {
+            match self.nodes.get_mut(&name) {
+                None => {
+                    self.nodes.insert(name, (node, Names::one(&source)));
+                }
+                Some((mine, names)) => {
+                    mine.findings += node.findings;
+                    mine.unrecoverable += node.unrecoverable;
+                    for (kind, n) in node.kinds {
+                        match mine.kinds.iter_mut().find(|(k, _)| *k == kind) {
+                            Some(slot) => slot.1 += n,
+                            None => mine.kinds.push((kind, n)),
+                        }
+                    }
+                    names.merge(&Names::one(&source));
+                }
+            }
+        }
+        for (key, fold) in t.folds {
+            let last_at = (source.clone(), fold.last_at.0, fold.last_at.1);
+            match self.folds.get_mut(&key) {
+                None => {
+                    self.folds.insert(
+                        key,
+                        UnitFold {
+                            first: fold.first,
+                            first_at: fold.first_at,
+                            last: fold.last,
+                            last_at,
+                            count: fold.count,
+                            first_seen: fold.first_seen,
+                            last_seen: fold.last_seen,
+                        },
+                    );
+                }
+                Some(mine) => {
+                    if fold.first_at < mine.first_at {
+                        mine.first = fold.first;
+                        mine.first_at = fold.first_at;
+                    }
+                    if last_at > mine.last_at {
+                        mine.last = fold.last;
+                        mine.last_at = last_at;
+                    }
+                    mine.count += fold.count;
+                    earliest(&mut mine.first_seen, fold.first_seen);
+                    latest(&mut mine.last_seen, fold.last_seen);
+                }
+            }
+        }
+        for (key, b) in t.bundles {
+            let mine = self.bundles.entry_or(key, UnitBundle::default);
+            mine.findings += b.findings;
+            mine.unrecoverable += b.unrecoverable;
+            earliest(&mut mine.first, b.first);
+            latest(&mut mine.last, b.last);
+            mine.nodes.extend(b.nodes);
+            mine.prints.extend(b.prints);
+        }
+        for (key, p) in t.prints {
+            match self.prints.get_mut(&key) {
+                None => {
+                    self.prints.insert(
+                        key,
+                        UnitPrint {
+                            example: p.example,
+                            example_at: p.example_at,
+                            findings: p.findings,
+                            first: p.first,
+                            last: p.last,
+                            bundles: p.bundles.into_iter().collect(),
+                            nodes: p.nodes.into_iter().collect(),
+                        },
+                    );
+                }
+                Some(mine) => {
+                    if p.example_at < mine.example_at {
+                        mine.example = p.example;
+                        mine.example_at = p.example_at;
+                    }
+                    mine.findings += p.findings;
+                    earliest(&mut mine.first, p.first);
+                    latest(&mut mine.last, p.last);
+                    mine.bundles.extend(p.bundles);
+                    mine.nodes.extend(p.nodes);
+                }
+            }
+        }
+        let b = t.bursts;
+        for (key, burst) in b.bursts {
+            if self.cutoff.as_ref().is_none_or(|c| key <= *c) {
+                self.bursts.push((key, burst));
+            }
+        }
+        if self.bursts.len() >= 2 * MAX_BURSTS {
+            self.trim();
+        }
+        self.burst_count += b.count;
+        for (gkey, g) in b.groups {
+            match self.groups.get_mut(&gkey) {
+                None => {
+                    self.groups.insert(gkey, g);
+                }
+                Some(mine) => {
+                    if g.key < mine.key {
+                        mine.key = g.key;
+                        mine.first = g.first;
+                    }
+                    mine.bursts += g.bursts;
+                    mine.findings += g.findings;
+                    earliest(&mut mine.first_seen, g.first_seen);
+                    latest(&mut mine.last_seen, g.last_seen);
+                }
+            }
+        }
+    }
+
+    /// The first MAX_BURSTS bursts kept, in report order, the rest dropped (`Bursts.trim`): only
+    /// these can be among the first MAX_BURSTS of whatever this unit's tally is merged with.
+    pub fn trim(&mut self) {
+        self.bursts.sort_by(|x, y| x.0.cmp(&y.0));
+        self.bursts.truncate(MAX_BURSTS);
+        if self.bursts.len() == MAX_BURSTS {
+            self.cutoff = self.bursts.last().map(|(k, _)| k.clone());
         }
     }
 }

@@ -45,6 +45,21 @@ class Counted:
     def tallied(self, found: tuple[object, ...]) -> None:
         self.found = found
 
+    def core_unit(self) -> Any:
+        return None  # each stream's tally handed over (`tallied`)
+
+
+class UnitCounted(Counted):
+    """A sink whose whole sources' tallies the core merges (`ddtriage_core.UnitTally`)."""
+
+    def __init__(self) -> None:
+        super().__init__(False)
+        self.unit = blocks.new_core_unit()
+        assert self.unit is not None
+
+    def core_unit(self) -> Any:
+        return self.unit
+
 
 def _state(t: Tally) -> str:
     """Everything a tally holds, as text (dicts sorted: their order is no part of the answer)."""
@@ -134,5 +149,80 @@ def test_runs_read_alike_whoever_tallies(monkeypatch: pytest.MonkeyPatch, tmp_pa
         (tmp_path / f"node-{k + 2}" / "plog.log").write_text(big[: 20000 * (k + 1)] + ("本地\n" if k == 1 else ""))
     monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 0)
     native = render_report("json", api.analyze([str(tmp_path)], jobs=jobs))
+    monkeypatch.setattr(blocks, "new_core_unit", lambda: None)  # each stream's tally handed over
+    assert render_report("json", api.analyze([str(tmp_path)], jobs=jobs)) == native
     monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 1 << 62)  # never: every finding tallied in Python
     assert render_report("json", api.analyze([str(tmp_path)], jobs=jobs)) == native
+
+
+def _merged_state(t: Tally) -> tuple[Any, ...]:
+    """What a merged tally holds that a report or a later merge reads, its rows in their order (a
+    dict's order breaks a sort's ties)."""
+    return (t.summary(), t.sources, t.untallied, t.whole, t.guessed, list(t.sure.items()), t.count,
+            t.unrecoverable, t.unknown, list(t.actions.items()),
+            [(k, a.first, a.action, a.recoverable, a.count, a.first_seen, a.last_seen, a.sources.first,
+              a.sources.count) for k, a in t.codes.items()],
+            [(k, n.findings, n.unrecoverable, dict(n.kinds), n.sources.first, n.sources.count)
+             for k, n in t.nodes.items()],
+            [(k, f.first, f.last, f.count, f.first_seen, f.last_seen) for k, f in t.folds.items()],
+            [(k, b.findings, b.unrecoverable, b.first, b.last, b.nodes, b.prints) for k, b in t.fleet.bundles.items()],
+            [(k, p.example, p.findings, p.first, p.last, p.bundles, p.nodes) for k, p in t.fleet.prints.items()],
+            [(k, g.key) for k, g in t.bursts.groups.items()])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(streams=st.lists(st.tuples(
+    st.lists(st.tuples(st.sampled_from(HEADS), st.lists(st.sampled_from(BODIES), min_size=1, max_size=3)),
+             min_size=1, max_size=30),
+    st.sampled_from(YEARS), st.integers(0, 4)), min_size=1, max_size=6))
+def test_the_core_merges_a_units_sources_as_python_does(monkeypatch: pytest.MonkeyPatch, streams) -> None:
+    """Several whole sources of one unit (in any order of names, a name now and then twice, some
+    with a guessed year): the core's unit tally (`UnitTally`, `Tally.from_core_unit`) is what
+    Python's tallies of each give, merged (`Tally.merge`) or left out (`Tally.leave_out`)."""
+    monkeypatch.setattr(blocks, "ENGINE", "rust")
+    engine = Engine(RuleSet.load())
+    sink = UnitCounted()
+    reference = Tally()
+    for lines, year, name in streams:
+        source = f"node-{name % 3}/plog-{name}.log"
+        before = len(sink.kept)
+        engine.scan_leaf(source, io.BytesIO(stream(lines)), year, InputStats(), counted=sink,
+                         year_guessed=bool(year and year.guessed), bundle=f"b{name % 2}")
+        part = Tally()
+        for f in sink.kept[before:]:
+            part.add(f)
+        part.bursts.close_all()
+        if part.guessed:
+            reference.leave_out(source)
+        elif part.count:
+            reference.merge(part)
+    core = Tally.from_core_unit(sink.unit.export())
+    assert _merged_state(core) == _merged_state(reference)
+    assert sink.unit.export()[4] == 0  # exported once: the unit starts afresh
+
+
+def test_a_unit_of_many_sources_keeps_its_first_bursts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written by hand: 300 sources of 8 bursts each, two groups, more than 2 x MAX_BURSTS bursts
+    merged (the kept ones trimmed in the core as `Bursts.merge` trims them); names past LIST_LIMIT."""
+    monkeypatch.setattr(blocks, "ENGINE", "rust")
+    engine = Engine(RuleSet.load())
+    sink = UnitCounted()
+    reference = Tally()
+    head = "[ERROR] GE(61,python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.000.000 [x.cc:1]62 PullKvBlocks: "
+    for k in range(300):
+        lines = []
+        for b in range(8):
+            t = (k * 37 + b * 5) % 86000
+            lines.append(head.format(h=t // 3600, m=t // 60 % 60, s=t % 60) +
+                         ("ret = 1343270913\n" if b % 2 else "ret = 0x5010B009\n") + "filler\n" * 60)
+        source = f"node-{k % 4}/plog-{k:03d}.log"
+        before = len(sink.kept)
+        engine.scan_leaf(source, io.BytesIO("".join(lines).encode()), None, InputStats(), counted=sink)
+        part = Tally()
+        for f in sink.kept[before:]:
+            part.add(f)
+        part.bursts.close_all()
+        reference.merge(part)
+    core = Tally.from_core_unit(sink.unit.export())
+    assert core.bursts.count == 2400 and len(core.summary().bursts) == 1000
+    assert _merged_state(core) == _merged_state(reference)
