@@ -803,22 +803,6 @@ impl Names {
     }
 }
 
-fn earliest(a: &mut Option<String>, b: Option<String>) {
-    if let Some(b) = b
-        && a.as_ref().is_none_or(|x| b < *x)
-    {
-        *a = Some(b);
-    }
-}
-
-fn latest(a: &mut Option<String>, b: Option<String>) {
-    if let Some(b) = b
-        && a.as_ref().is_none_or(|x| b > *x)
-    {
-        *a = Some(b);
-    }
-}
-
 /// A fold of several sources: `Fold` with its first and last findings' whole keys.
 pub struct UnitFold<O> {
     pub first: O,
@@ -986,8 +970,8 @@ impl<O: Clone> Unit<O> {
                         mine.recoverable = agg.recoverable;
                     }
                     mine.count += agg.count;
-                    earliest(&mut mine.first_seen, agg.first_seen);
-                    latest(&mut mine.last_seen, agg.last_seen);
+                    earlier(&mut mine.first_seen, agg.first_seen.as_deref());
+                    later(&mut mine.last_seen, agg.last_seen.as_deref());
                     names.merge(&Names::one(&source));
                 }
             }
@@ -1040,8 +1024,8 @@ impl<O: Clone> Unit<O> {
                         mine.last_at = last_at;
                     }
                     mine.count += fold.count;
-                    earliest(&mut mine.first_seen, fold.first_seen);
-                    latest(&mut mine.last_seen, fold.last_seen);
+                    earlier(&mut mine.first_seen, fold.first_seen.as_deref());
+                    later(&mut mine.last_seen, fold.last_seen.as_deref());
                 }
             }
         }
@@ -1049,8 +1033,8 @@ impl<O: Clone> Unit<O> {
             let mine = self.bundles.entry_or(key, UnitBundle::default);
             mine.findings += b.findings;
             mine.unrecoverable += b.unrecoverable;
-            earliest(&mut mine.first, b.first);
-            latest(&mut mine.last, b.last);
+            earlier(&mut mine.first, b.first.as_deref());
+            later(&mut mine.last, b.last.as_deref());
             mine.nodes.extend(b.nodes);
             mine.prints.extend(b.prints);
         }
@@ -1076,8 +1060,8 @@ impl<O: Clone> Unit<O> {
                         mine.example_at = p.example_at;
                     }
                     mine.findings += p.findings;
-                    earliest(&mut mine.first, p.first);
-                    latest(&mut mine.last, p.last);
+                    earlier(&mut mine.first, p.first.as_deref());
+                    later(&mut mine.last, p.last.as_deref());
                     mine.bundles.extend(p.bundles);
                     mine.nodes.extend(p.nodes);
                 }
@@ -1105,8 +1089,8 @@ impl<O: Clone> Unit<O> {
                     }
                     mine.bursts += g.bursts;
                     mine.findings += g.findings;
-                    earliest(&mut mine.first_seen, g.first_seen);
-                    latest(&mut mine.last_seen, g.last_seen);
+                    earlier(&mut mine.first_seen, g.first_seen.as_deref());
+                    later(&mut mine.last_seen, g.last_seen.as_deref());
                 }
             }
         }
