@@ -152,7 +152,7 @@ def test_rules_list_and_check(tmp_path):
 
 def test_real_console_script(logs):
     proc = subprocess.run([sys.executable, "-m", "analyzer", "scan", str(logs / "a.log"), "--format", "json"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert json.loads(proc.stdout)["findings"][0]["action"] == "relink"
 
