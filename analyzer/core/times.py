@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TYPE_CHECKING, TypeVar
 
@@ -37,6 +38,9 @@ def parse_ts(ts: str | None) -> datetime | None:
         return None
 
 
+# Cached: the incidents ask for the same stamps again and again (each burst's and related error's,
+# in grouping, linking and leads), ~1 us a parse; the report's tail paid ~60 ms of it on 10,000 files.
+@lru_cache(maxsize=1 << 14)
 def seconds(ts: str | None) -> float | None:
     """An ISO timestamp as seconds since the epoch (zone-less stamps read as UTC, so gaps and
     order never depend on the machine's zone); None when there is none or it does not parse."""

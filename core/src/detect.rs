@@ -22,7 +22,7 @@ use crate::facts::{Answer, FactTable, ProofTable, printable, without_cr};
 use crate::families::FamilyTable;
 use crate::fingerprint::{Masks, chars, fingerprint};
 use crate::headers::{Grammar, Header, YearHint, header_for};
-use crate::lines::{begin_back, spans_back};
+use crate::lines::{OddBytes, begin_back, spans_back};
 use crate::nodefacts::NodeAgg;
 use crate::stamps::parse_ts;
 
@@ -357,6 +357,7 @@ impl<'t> Engine<'t> {
         tiers: &[Tier],
     ) -> Result<Vec<Item<H::Declined>>, HostError> {
         let mut out = Vec::new();
+        let mut odd = OddBytes::default();
         for (i, c) in cands.iter().enumerate() {
             let tier = tiers.get(i).unwrap_or(&Tier::Plain);
             // Whether the core reads the line: told before anything is read, so that a run of
@@ -366,7 +367,7 @@ impl<'t> Engine<'t> {
                 (_, Tier::Row(..)) => (!host.python_owns(), None),
                 (true, Tier::Facts(_)) => (printable(line) && !host.python_owns(), None),
                 (true, Tier::Plain) => (false, None),
-                (false, _) => match printable(line).then(|| self.earlier(blk, c)).flatten() {
+                (false, _) => match printable(line).then(|| self.earlier(blk, c, &mut odd)).flatten() {
                     Some(e) => (true, Some(e)),
                     None => (false, None),
                 },
@@ -510,19 +511,25 @@ impl<'t> Engine<'t> {
 
     /// The lines before a candidate as `Candidate.lookback` gives them, when each is printable
     /// ASCII (else None: the candidate is Python's).
-    fn earlier<'b>(&self, blk: &BlockView<'b>, c: &Cand) -> Option<Earlier<'b>> {
+    /// `odd` remembers where the block's bytes that are not printable ASCII lie (the candidates'
+    /// lookbacks overlap: each byte is checked once, not once per candidate that looks back at it).
+    fn earlier<'b>(&self, blk: &BlockView<'b>, c: &Cand, odd: &mut OddBytes) -> Option<Earlier<'b>> {
         let start = c.2;
         let floor = start.saturating_sub(HISTORY_BYTES);
         let limit = (c.0 - blk.first_line_no).clamp(0, LOOKBACK_LINES as i64) as usize;
         let spans = spans_back(blk.buf, start, floor, limit);
+        if let Some(&(oldest, _)) = spans.last() {
+            odd.cover(blk.buf, oldest, start);
+        }
         let mut out = Vec::with_capacity(spans.len());
         for (k, &(b, e)) in spans.iter().enumerate().rev() {
             let raw = &blk.buf[b..e];
             let line = without_cr(&raw[..raw.len().min(TEXT_CUT)]);
-            if !printable(line) {
+            if odd.any_in(b, b + line.len()) {
                 return None;
             }
-            out.push((c.0 - 1 - k as i64, as_text(line)));
+            // SAFETY: printable ASCII (no odd byte in it), so valid UTF-8
+            out.push((c.0 - 1 - k as i64, unsafe { std::str::from_utf8_unchecked(line) }));
         }
         Some(out)
     }

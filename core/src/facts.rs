@@ -103,7 +103,7 @@ impl Start {
     /// pattern's prefixes may begin, in order.
     fn first(&self, line: &[u8], starts: &[(u32, u64)]) -> Option<Vec<u8>> {
         for &(at, bits) in starts {
-            if bits & self.bit == 0 {
+            if bits & self.bit == 0 || !self.begins(&line[at as usize..]) {
                 continue;
             }
             let mut slots = [None; SLOTS];
@@ -119,6 +119,18 @@ impl Start {
             return Some(value_of(span(self.value), span(self.ip), span(self.port)));
         }
         None
+    }
+}
+
+impl Start {
+    /// Whether `rest` begins with one of the prefixes (in either case): `Starts` only looked at
+    /// three bytes of any of them, and an anchored search costs far more than this test (every
+    /// match begins with a prefix, so a place without one has no match).
+    #[inline]
+    fn begins(&self, rest: &[u8]) -> bool {
+        self.prefixes
+            .iter()
+            .any(|p| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
     }
 }
 
@@ -164,14 +176,23 @@ impl Starts {
     /// patterns, in order; None when there are more than `MAX_STARTS`.
     fn find(&self, line: &[u8], want: u64, out: &mut [(u32, u64); MAX_STARTS]) -> Option<usize> {
         let [t0, t1, t2] = &self.table;
-        let byte = |i: usize| line.get(i).map_or(256, |&b| b as usize);
         let mut n = 0;
-        for i in 0..line.len() {
-            let bits = t0[line[i] as usize] & t1[byte(i + 1)] & t2[byte(i + 2)] & want;
+        let mut place = |i: usize, bits: u64| -> Option<()> {
             if bits != 0 {
                 *out.get_mut(n)? = (i as u32, bits);
                 n += 1;
             }
+            Some(())
+        };
+        // the windows wholly inside the line, without a bounds test a byte; then the last two,
+        // whose missing bytes read as 256 (past the end)
+        for (i, w) in line.windows(3).enumerate() {
+            place(i, t0[w[0] as usize] & t1[w[1] as usize] & t2[w[2] as usize] & want)?;
+        }
+        let tail = line.len().saturating_sub(2);
+        for (i, &b) in line.iter().enumerate().skip(tail) {
+            let next = line.get(i + 1).map_or(256, |&b| b as usize);
+            place(i, t0[b as usize] & t1[next] & t2[256] & want)?;
         }
         Some(n)
     }

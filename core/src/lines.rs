@@ -1,7 +1,7 @@
 //! The lines before a candidate, walked back from its start: `scan.blocks.Candidate.raw_before`
 //! and `Candidate.lookback`, whose Python loops are the reference (`tests/scan/test_lines_back.py`).
 
-use memchr::memrchr;
+use memchr::{memrchr, memrchr_iter};
 
 /// Where `raw_before` starts: up to `limit` lines back from `start`, never before `floor` (a
 /// line that began earlier is cut at `floor`), as `Candidate.raw_before`'s loop walks.
@@ -27,8 +27,11 @@ pub fn spans_back(buf: &[u8], start: usize, floor: usize, limit: usize) -> Vec<(
     let Some(mut end) = start.min(buf.len()).checked_sub(1) else {
         return out;
     };
+    // the newlines before `end`, newest first, from one backward search (each line's begin is
+    // after the newline before its end, and that newline is the next line's end)
+    let mut newlines = memrchr_iter(b'\n', &buf[..end]);
     while end >= floor && out.len() < limit {
-        let begin = memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
+        let begin = newlines.next().map_or(0, |i| i + 1);
         if begin < floor {
             break;
         }
@@ -55,4 +58,48 @@ pub fn ascii_text(raw: &[u8], cut: usize) -> Option<String> {
     let kept = text.trim_end_matches(['\r', '\n']).len();
     text.truncate(kept);
     Some(text)
+}
+
+/// Where a buffer's bytes outside printable ASCII, tabs and newlines lie, over the part looked at
+/// so far ([from, to)): what `facts::printable` says of each line inside it, for the lookbacks
+/// (`detect::Engine::earlier`), with each byte checked once however often lines are looked back at.
+#[derive(Default)]
+pub struct OddBytes {
+    from: usize,
+    to: usize,
+    at: Vec<usize>, // sorted
+}
+
+impl OddBytes {
+    /// Make [lo, hi) of `buf` known: extended when it starts inside what is known, else looked at
+    /// afresh.
+    pub fn cover(&mut self, buf: &[u8], lo: usize, hi: usize) {
+        if lo < self.from || lo > self.to {
+            (self.from, self.to) = (lo, lo);
+            self.at.clear();
+        }
+        if hi <= self.to {
+            return;
+        }
+        const CHUNK: usize = 64;
+        let odd = |b: u8| (b.wrapping_sub(0x20) >= 0x5F) & (b != b'\t') & (b != b'\n');
+        let mut at = self.to;
+        for chunk in buf[self.to..hi].chunks(CHUNK) {
+            // branch-free over a chunk (it vectorises); positions only where the chunk has one
+            if chunk.iter().fold(false, |any, &b| any | odd(b)) {
+                self.at
+                    .extend(chunk.iter().enumerate().filter(|&(_, &b)| odd(b)).map(|(i, _)| at + i));
+            }
+            at += chunk.len();
+        }
+        self.to = hi;
+    }
+
+    /// Whether [lo, hi) (inside what `cover` made known) holds an odd byte: a line that is not
+    /// `printable`.
+    pub fn any_in(&self, lo: usize, hi: usize) -> bool {
+        debug_assert!(self.from <= lo && hi <= self.to);
+        let i = self.at.partition_point(|&p| p < lo);
+        self.at.get(i).is_some_and(|&p| p < hi)
+    }
 }

@@ -4,7 +4,8 @@
 //! answers any line without a panic and as a plain reference does (each kind whose literal is
 //! there: its patterns in order), the neighbour families answer any line, the proofs' screen says "maybe" whenever a plain reference does,
 //! the plog pid read by hand is the one `Regex::captures` reads, and so is a plog header's stamp, and the walk back over the lines
-//! before a candidate stays in its buffer and its floor on any bytes and bounds, and the reader of
+//! before a candidate stays in its buffer and its floor on any bytes and bounds (and finds the lines a
+//! search per line finds, with `OddBytes` telling printable lines as `printable` does), and the reader of
 //! the store's spilled chunks (`marshal.rs`) answers any bytes.
 //! `tests/scan/test_core_props.py` runs a short run of it (`cargo test --release --test props`).
 
@@ -119,6 +120,34 @@ fn bytes_like_logs() -> impl Strategy<Value = Vec<u8>> {
         .prop_map(|p| p.to_vec()),
     ];
     prop::collection::vec(piece, 0..48).prop_map(|ps| ps.concat())
+}
+
+/// Bytes at the edges of printable ASCII (tab, CR, DEL, 0x80, 0x1F, space, tilde) among letters
+/// and newlines, and runs longer than a chunk of `OddBytes`.
+fn bytes_at_the_edges() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        4 => prop::collection::vec(prop::sample::select(&b"ab \t\r\n\x7f\x80\x1f~"[..]), 0..24),
+        1 => (prop::sample::select(&b"a\t\x7f"[..]), 0usize..150).prop_map(|(b, n)| vec![b; n]),
+    ];
+    prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
+}
+
+/// `lines::spans_back` as it was first written: one backward search for each line.
+fn spans_back_by_line(buf: &[u8], start: usize, floor: usize, limit: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let Some(mut end) = start.min(buf.len()).checked_sub(1) else {
+        return out;
+    };
+    while end >= floor && out.len() < limit {
+        let begin = memchr::memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
+        if begin < floor {
+            break;
+        }
+        out.push((begin, end));
+        let Some(next) = begin.checked_sub(1) else { break };
+        end = next;
+    }
+    out
 }
 
 /// The plog grammar as Python hands it over (`facts::PLOG_PATTERN`: the pid is read by hand).
@@ -628,6 +657,32 @@ proptest! {
                 prop_assert_eq!(Some(pid.as_bytes()), plog().pid(facts::without_cr(l)));
                 prop_assert_eq!(Some(stamp.clone()), plog().stamp(l));
             }
+        }
+    }
+
+    #[test]
+    fn the_walk_back_is_the_line_by_line_walk(data in bytes_like_logs(), start in 0usize..400,
+                                             back in 0usize..400, limit in 0usize..50) {
+        let floor = start.min(data.len()).saturating_sub(back);
+        prop_assert_eq!(lines::spans_back(&data, start, floor, limit), spans_back_by_line(&data, start, floor, limit));
+    }
+
+    #[test]
+    fn odd_bytes_tell_printable_lines(data in bytes_at_the_edges(), cuts in proptest::collection::vec((0usize..400, 0usize..400), 1..8)) {
+        // lookbacks over the buffer, forward, backward and apart: each line inside a covered
+        // range is printable exactly when `any_in` finds no odd byte in it
+        let mut odd = lines::OddBytes::default();
+        for (a, b) in cuts {
+            let (lo, hi) = (a.min(b).min(data.len()), a.max(b).min(data.len()));
+            odd.cover(&data, lo, hi);
+            let mut begin = lo;
+            for (i, &byte) in data[lo..hi].iter().enumerate() {
+                if byte == b'\n' {
+                    prop_assert_eq!(odd.any_in(begin, lo + i), !facts::printable(&data[begin..lo + i]));
+                    begin = lo + i + 1;
+                }
+            }
+            prop_assert_eq!(odd.any_in(begin, hi), !facts::printable(&data[begin..hi]));
         }
     }
 
