@@ -12,8 +12,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeVar
 
 from .observations import Proof, RelatedEvent
