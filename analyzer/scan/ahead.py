@@ -14,6 +14,7 @@ from __future__ import annotations
 import queue
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import suppress
 from typing import Generic, TypeVar
@@ -29,7 +30,8 @@ DEPTH = 1  # items made ahead and waiting, at most (one block: the caller works 
 SWITCH_INTERVAL = 0.0005
 
 _END = object()  # the iterator ended, in the queue
-_switch_lock = threading.Lock()
+# Re-entrant: a collected Ahead's finalizer may run (from the collector) in a thread that holds it.
+_switch_lock = threading.RLock()
 _running = 0  # Ahead threads alive: the switch interval is restored when the last one ends
 _saved_interval = 0.005
 
@@ -45,13 +47,17 @@ class _Raised:
 
 class Ahead(Generic[T]):
     """`items`, the same and in the same order, each made in a thread while the one before it is
-    used. `close()` (or the end) stops the thread; it holds no reference to this object."""
+    used. `close()` (or the end) stops the thread; it holds no reference to this object, so one
+    let go of without `close()` (a consumer that stopped early) is stopped when it is collected:
+    its thread ends, and the switch interval is restored when it was the last."""
 
     def __init__(self, items: Iterator[T], depth: int = DEPTH) -> None:
         self._queue: queue.Queue[object] = queue.Queue(maxsize=depth)
         self._stop = threading.Event()
         self._done = False
         _enter()
+        # Runs once: from close(), or when this object is collected.
+        self._release = weakref.finalize(self, _release, self._stop)
         self._thread = threading.Thread(target=_fill, args=(items, self._queue, self._stop),
                                         name="ddtriage-scan-ahead", daemon=True)
         self._thread.start()
@@ -80,7 +86,7 @@ class Ahead(Generic[T]):
         while self._thread.is_alive():
             with suppress(queue.Empty):
                 self._queue.get(timeout=POLL)  # unblock a put
-        _leave()
+        self._release()
 
 
 def _fill(items: Iterator[T], out: queue.Queue[object], stop: threading.Event) -> None:
@@ -97,6 +103,12 @@ def _fill(items: Iterator[T], out: queue.Queue[object], stop: threading.Event) -
         if stop.is_set() and close is not None:
             close()  # a generator's own cleanup runs here, in the thread that ran it
     put_or_stop(out, last, stop)
+
+
+def _release(stop: threading.Event) -> None:
+    """An Ahead let go of: its thread stops (at its next item or check), and it no longer counts."""
+    stop.set()
+    _leave()
 
 
 def _enter() -> None:

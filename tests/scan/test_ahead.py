@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
@@ -75,4 +76,30 @@ def test_the_switch_interval_is_restored_when_the_last_one_ends() -> None:
     assert list(one) == [0, 1, 2]
     assert sys.getswitchinterval() < before  # the other still runs
     two.close()
+    assert sys.getswitchinterval() == before
+
+
+def test_one_let_go_of_without_close_stops_its_thread_when_collected() -> None:
+    """A consumer that stops early and drops the iterator (an error elsewhere) leaves no thread
+    running and no switch interval changed for the rest of the process."""
+    before = sys.getswitchinterval()
+    cleaned = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                yield n
+                n += 1
+        finally:
+            cleaned.set()
+
+    ahead = Ahead(endless())
+    assert next(ahead) == 0
+    thread = ahead._thread
+    del ahead
+    gc.collect()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert cleaned.is_set()
     assert sys.getswitchinterval() == before
