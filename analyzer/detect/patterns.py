@@ -16,6 +16,7 @@ import regex
 from ..core.headers import without_possessives
 from ..core.records import CodeHit
 from ..knowledge.catalog import Catalog
+from ..knowledge.compiled import LazyPattern
 
 GENERIC_FAILED = 0xFFFFFFFF
 FORMS = ("hex", "decimal", "name", "repr", "text", "generic")  # the compiled core names a form by its index
@@ -63,12 +64,13 @@ class CodeMatcher:
         self.names = {n: c.value & 0xFFFFFFFF for c in catalog.codes for n in c.all_names}
         # The generic code's text ("failed") says nothing on its own; its number is checked below.
         texts = {c.plog_text: c.value & 0xFFFFFFFF for c in catalog.codes if c.plog_text and not c.generic}
-        self._errno_text = re.compile(
-            r"ErrorNo\s*+:\s*+-?\d*+\s*+\((" + "|".join(map(re.escape, sorted(texts, key=len, reverse=True))) + r")\)"
-        ) if texts else None
+        # Both compiled on first use (~10 ms): under the compiled core, most runs never search in Python.
+        self._errno_text = LazyPattern(
+            r"ErrorNo\s*+:\s*+-?\d*+\s*+\((" + "|".join(map(re.escape, sorted(texts, key=len, reverse=True))) + r")\)",
+            "re") if texts else None
         self._text_values = texts
         standalone = [c.plog_text for c in catalog.codes if c.standalone_text and c.plog_text]
-        self._standalone = re.compile("|".join(map(re.escape, standalone))) if standalone else None
+        self._standalone = LazyPattern("|".join(map(re.escape, standalone)), "re") if standalone else None
         # The alternation is slow; run it only when a line holds the longest word of some text.
         self._standalone_anchors = tuple({max(t.split(), key=len) for t in standalone})
         self.literals = BASE_LITERALS + tuple(t.encode() for t in standalone)

@@ -14,8 +14,9 @@ use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};
 use regex::bytes::Regex;
-use regex_automata::{Anchored, Input as At, PatternID, meta};
+use regex_automata::{Anchored, Input as At, meta};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Hir, HirKind};
 
 /// One row of the table, as Python hands it over.
 pub type Row = (String, Vec<String>, Vec<String>, Vec<(String, String)>);
@@ -24,13 +25,62 @@ struct Kind {
     patterns: Vec<Pattern>,
     values: HashMap<Vec<u8>, String>, // lower-cased printed value -> the normal one
     portable: bool,
-    starts: u64, // the bits of its patterns' `Start`s
 }
 
-/// One pattern of a kind: its search, and where its matches may start.
+/// One pattern of a kind: its search, and where its matches may start. Its regexes are compiled
+/// when first searched (a table's ~40 take ~20 ms to build, the cost of a one-line scan's whole
+/// start-up share; most runs search few of them). Its text was parsed when the table was built,
+/// so only a regex past the engine's size limit can still fail: that pattern's lines are then
+/// Python's, as a kind Rust cannot read is (answers alike, only not named in `not_portable`).
 struct Pattern {
-    re: Regex,            // the search of a whole line (a pattern without `start`, a line of many starts)
-    start: Option<Start>, // the anchored search from the places a match may start
+    text: String,
+    re: OnceLock<Option<Regex>>, // the search of a whole line (no `Start`, or a line of many starts)
+}
+
+/// The anchored searches of every pattern (`Start`), with the table of where they may start:
+/// built on the first line that holds a kind's literal (finding a pattern's prefixes takes
+/// longer than parsing it, and a scan whose lines hold no fact never needs them).
+struct Anchors {
+    of: Vec<Vec<Option<Start>>>, // per kind, per pattern
+    kind_bits: Vec<u64>,         // per kind: the bits of its patterns' `Start`s
+    starts: Box<Starts>,
+}
+
+impl Anchors {
+    fn new(kinds: &[Kind]) -> Anchors {
+        let mut n_starts = 0u32;
+        let mut kind_bits = Vec::with_capacity(kinds.len());
+        let of: Vec<Vec<Option<Start>>> = kinds
+            .iter()
+            .map(|kind| {
+                let mut bits = 0u64;
+                let starts = kind
+                    .patterns
+                    .iter()
+                    .map(|pattern| {
+                        // the first 64 patterns with prefixes have a bit each; the others search whole lines
+                        let bit = 1u64.checked_shl(n_starts).unwrap_or(0);
+                        let start = (bit != 0).then(|| Start::new(&pattern.text, bit)).flatten();
+                        if start.is_some() {
+                            n_starts += 1;
+                            bits |= bit;
+                        }
+                        start
+                    })
+                    .collect();
+                kind_bits.push(bits);
+                starts
+            })
+            .collect();
+        let starts = Box::new(Starts::new(of.iter().flatten().flatten()));
+        Anchors { of, kind_bits, starts }
+    }
+}
+
+impl Pattern {
+    fn re(&self) -> Option<&Regex> {
+        self.re.get_or_init(|| Regex::new(&self.text).ok()).as_ref()
+    }
 }
 
 /// An anchored search of a pattern from the places its matches may start. regex-syntax says
@@ -41,11 +91,12 @@ struct Pattern {
 /// whole line: most lines have a few such places, and an anchored search that fails stops within
 /// a few bytes.
 struct Start {
-    re: meta::Regex,
-    bit: u64,               // its bit in `Starts`
-    prefixes: Vec<Vec<u8>>, // lower-cased
-    slots: usize,           // the slots to ask for: up to the last group read
-    value: Option<usize>,   // the index of each group read
+    text: String,
+    re: OnceLock<Option<meta::Regex>>, // compiled on first search, as `Pattern::re`
+    bit: u64,                          // its bit in `Starts`
+    prefixes: Vec<Vec<u8>>,            // lower-cased
+    slots: usize,                      // the slots to ask for: up to the last group read
+    value: Option<usize>,              // the index of each group read
     ip: Option<usize>,
     port: Option<usize>,
 }
@@ -67,7 +118,9 @@ impl Start {
         let seq = Extractor::new()
             .kind(ExtractKind::Prefix)
             .limit_class(64)
-            .limit_total(4096)
+            // a case-free word of 12 letters is 4,096 literals; past 256 the extractor keeps
+            // their first bytes (still prefixes of every match), which builds the table ~7x faster
+            .limit_total(256)
             .extract(&hir);
         let mut prefixes: Vec<Vec<u8>> = seq
             .literals()?
@@ -79,17 +132,13 @@ impl Start {
         }
         prefixes.sort();
         prefixes.dedup();
-        // as `regex::bytes::Regex` builds it
-        let re = meta::Regex::builder()
-            .syntax(regex_automata::util::syntax::Config::new().utf8(false))
-            .configure(meta::Config::new().utf8_empty(false))
-            .build(pattern)
-            .ok()?;
-        let group = |name: &str| re.group_info().to_index(PatternID::ZERO, name);
+        // the compiled regex numbers its groups as the parsed one does
+        let group = |name: &str| group_index(&hir, name);
         let (value, ip, port) = (group("value"), group("ip"), group("port"));
         let slots = 2 * (1 + [value, ip, port].into_iter().flatten().max().unwrap_or(0));
         (slots <= SLOTS).then_some(Start {
-            re,
+            text: pattern.to_string(),
+            re: OnceLock::new(),
             bit,
             prefixes,
             slots,
@@ -99,9 +148,22 @@ impl Start {
         })
     }
 
+    fn re(&self) -> Option<&meta::Regex> {
+        self.re
+            .get_or_init(|| {
+                // as `regex::bytes::Regex` builds it
+                meta::Regex::builder()
+                    .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+                    .configure(meta::Config::new().utf8_empty(false))
+                    .build(&self.text)
+                    .ok()
+            })
+            .as_ref()
+    }
+
     /// The value of the leftmost match (None: no match), given the places `starts` where the
-    /// pattern's prefixes may begin, in order.
-    fn first(&self, line: &[u8], starts: &[(u32, u64)]) -> Option<Vec<u8>> {
+    /// pattern's prefixes may begin, in order; Err when the regex did not compile.
+    fn first(&self, line: &[u8], starts: &[(u32, u64)]) -> Result<Option<Vec<u8>>, ()> {
         for &(at, bits) in starts {
             if bits & self.bit == 0 || !self.begins(&line[at as usize..]) {
                 continue;
@@ -109,16 +171,16 @@ impl Start {
             let mut slots = [None; SLOTS];
             let slots = &mut slots[..self.slots];
             let input = At::new(line).span(at as usize..line.len()).anchored(Anchored::Yes);
-            if self.re.search_slots(&input, slots).is_none() {
+            if self.re().ok_or(())?.search_slots(&input, slots).is_none() {
                 continue;
             }
             let span = |group: Option<usize>| match group.map(|g| (slots[2 * g], slots[2 * g + 1])) {
                 Some((Some(a), Some(b))) => Some(&line[a.get()..b.get()]),
                 _ => None,
             };
-            return Some(value_of(span(self.value), span(self.ip), span(self.port)));
+            return Ok(Some(value_of(span(self.value), span(self.ip), span(self.port))));
         }
-        None
+        Ok(None)
     }
 }
 
@@ -135,6 +197,25 @@ impl Start {
 }
 
 const SLOTS: usize = 16;
+
+/// The index of the group named `name` in a parsed pattern, as the compiled regex numbers it.
+fn group_index(hir: &Hir, name: &str) -> Option<usize> {
+    match hir.kind() {
+        HirKind::Capture(c) if c.name.as_deref() == Some(name) => Some(c.index as usize),
+        HirKind::Capture(c) => group_index(&c.sub, name),
+        HirKind::Repetition(r) => group_index(&r.sub, name),
+        HirKind::Concat(subs) | HirKind::Alternation(subs) => subs.iter().find_map(|h| group_index(h, name)),
+        _ => None,
+    }
+}
+
+/// Whether `pattern` parses as `regex::bytes::Regex` parses it, or the last line of why not.
+fn parse_error(pattern: &str) -> Option<String> {
+    let parsed = regex_syntax::ParserBuilder::new().utf8(false).build().parse(pattern);
+    parsed
+        .err()
+        .map(|e| e.to_string().lines().last().unwrap_or("").trim().to_string())
+}
 
 /// `FactPattern.find`'s value of a match: its `value` group, else `ip`:`port` when both are
 /// there and not empty, else nothing (empty).
@@ -154,9 +235,9 @@ struct Starts {
 }
 
 impl Starts {
-    fn new(kinds: &[Kind]) -> Starts {
+    fn new<'a>(all: impl Iterator<Item = &'a Start>) -> Starts {
         let mut table = [[0u64; 257]; 3];
-        for start in kinds.iter().flat_map(|k| &k.patterns).filter_map(|p| p.start.as_ref()) {
+        for start in all {
             for prefix in &start.prefixes {
                 for (k, row) in table.iter_mut().enumerate() {
                     match prefix.get(k) {
@@ -204,7 +285,7 @@ pub struct FactTable {
     kinds: Vec<Kind>,
     ac: Option<AhoCorasick>,
     lit_kinds: Vec<Vec<usize>>, // per literal (AC pattern id): the kinds that list it
-    starts: Box<Starts>,
+    anchors: OnceLock<Anchors>,
     pub not_portable: Vec<(String, String)>, // (kind, why)
 }
 
@@ -292,9 +373,8 @@ impl FactTable {
         let mut not_portable = Vec::new();
         let mut literals: Vec<Vec<u8>> = Vec::new();
         let mut lit_kinds: Vec<Vec<usize>> = Vec::new();
-        let mut n_starts = 0u32;
         for (k, (id, lits, patterns, values)) in rows.into_iter().enumerate() {
-            let mut regexes: Vec<(Regex, String)> = Vec::new();
+            let mut texts: Vec<String> = Vec::new();
             let mut portable = true;
             for p in &patterns {
                 if let Some(why) = unportable(p) {
@@ -303,10 +383,9 @@ impl FactTable {
                     break;
                 }
                 let text = format!("(?-u){p}");
-                match Regex::new(&text) {
-                    Ok(re) => regexes.push((re, text)),
-                    Err(e) => {
-                        let first = e.to_string().lines().last().unwrap_or("").trim().to_string();
+                match parse_error(&text) {
+                    None => texts.push(text),
+                    Some(first) => {
                         not_portable.push((id.clone(), format!("pattern {p:?}: {first}")));
                         portable = false;
                         break;
@@ -316,21 +395,14 @@ impl FactTable {
             add_literals(&mut literals, &mut lit_kinds, lits, k)
                 .map_err(|()| format!("fact {id}: an empty literal"))?;
             if !portable {
-                regexes.clear();
+                texts.clear();
             }
             let values = values.into_iter().map(|(a, b)| (a.into_bytes(), b)).collect();
-            let mut starts = 0u64;
-            let patterns = regexes
+            let patterns = texts
                 .into_iter()
-                .map(|(re, text)| {
-                    // the first 64 patterns with prefixes have a bit each; the others search whole lines
-                    let bit = 1u64.checked_shl(n_starts).unwrap_or(0);
-                    let start = (bit != 0).then(|| Start::new(&text, bit)).flatten();
-                    if start.is_some() {
-                        n_starts += 1;
-                        starts |= bit;
-                    }
-                    Pattern { re, start }
+                .map(|text| Pattern {
+                    text,
+                    re: OnceLock::new(),
                 })
                 .collect();
             ids.push(id);
@@ -338,10 +410,8 @@ impl FactTable {
                 patterns,
                 values,
                 portable,
-                starts,
             });
         }
-        let starts = Box::new(Starts::new(&kinds));
         let lit_kinds = with_prefixes(&literals, &lit_kinds);
         let ac = leftmost_longest(&literals)?;
         Ok(FactTable {
@@ -349,7 +419,7 @@ impl FactTable {
             kinds,
             ac,
             lit_kinds,
-            starts,
+            anchors: OnceLock::new(),
             not_portable,
         })
     }
@@ -357,11 +427,11 @@ impl FactTable {
     /// Per pattern, in order: whether it is searched from the places it may start (for the tests).
     #[allow(dead_code)] // used by tests/props.rs
     pub fn anchored(&self) -> Vec<bool> {
-        self.kinds
-            .iter()
-            .flat_map(|k| &k.patterns)
-            .map(|p| p.start.is_some())
-            .collect()
+        self.anchors().of.iter().flatten().map(Option::is_some).collect()
+    }
+
+    fn anchors(&self) -> &Anchors {
+        self.anchors.get_or_init(|| Anchors::new(&self.kinds))
     }
 
     /// The facts of one raw line (no newline), as `find_plainly(decode(raw))` gives them.
@@ -395,30 +465,36 @@ impl FactTable {
             return Answer::Facts(out);
         }
         // where the present kinds' patterns may start (None: too many places, search whole lines)
-        let want = self
-            .kinds
+        let anchors = self.anchors();
+        let want = present
             .iter()
-            .zip(&present)
-            .filter(|(_, here)| **here)
-            .fold(0, |m, (k, _)| m | k.starts);
+            .zip(&anchors.kind_bits)
+            .filter(|(here, _)| **here)
+            .fold(0, |m, (_, bits)| m | bits);
         let mut places = [(0u32, 0u64); MAX_STARTS];
         let starts = if want == 0 {
             Some(0)
         } else {
-            self.starts.find(line, want, &mut places)
+            anchors.starts.find(line, want, &mut places)
         };
         for (k, kind) in self.kinds.iter().enumerate() {
             if !present[k] {
                 continue;
             }
             // FactPattern.find: the first spelling whose `value` (else `ip`:`port`) is not empty.
-            for pattern in &kind.patterns {
-                let value = match (&pattern.start, starts) {
-                    (Some(start), Some(n)) => start.first(line, &places[..n]),
-                    _ => pattern.re.captures(line).map(|c| {
-                        let group = |name: &str| c.name(name).map(|m| m.as_bytes());
-                        value_of(group("value"), group("ip"), group("port"))
-                    }),
+            for (pattern, start) in kind.patterns.iter().zip(&anchors.of[k]) {
+                let value = match (start, starts) {
+                    (Some(start), Some(n)) => match start.first(line, &places[..n]) {
+                        Ok(value) => value,
+                        Err(()) => return Answer::Python,
+                    },
+                    _ => match pattern.re() {
+                        Some(re) => re.captures(line).map(|c| {
+                            let group = |name: &str| c.name(name).map(|m| m.as_bytes());
+                            value_of(group("value"), group("ip"), group("port"))
+                        }),
+                        None => return Answer::Python,
+                    },
                 };
                 let Some(value) = value.filter(|v| !v.is_empty()) else {
                     continue;
