@@ -28,7 +28,7 @@ from typing import Any
 
 from ..core.observations import NodeFacts, RelatedEvent, addr_ip
 from ..core.records import Finding
-from ..core.times import seconds
+from ..core.times import stamp_seconds
 from ..knowledge.rules import RuleSet
 from .summary import Burst, IncidentLead
 
@@ -78,7 +78,7 @@ class BurstLinks:
 def order_time(ts: str | None) -> float:
     """A time to order errors by: a stamp without fractions (vLLM prints whole seconds) may be as
     late as the end of its second, so it never beats a precise stamp from the same second."""
-    t = seconds(ts)
+    t = stamp_seconds(ts)
     if t is None:
         return math.inf
     return t + (0.999999 if ts is not None and "." not in ts[10:] else 0.0)
@@ -246,7 +246,7 @@ def _node(node: str | None) -> str:
 
 def _span(b: Burst) -> tuple[float, float]:
     """When a burst ran; a whole-second stamp (vLLM) covers its whole second."""
-    t0, t1 = seconds(b.first_seen), seconds(b.last_seen)
+    t0, t1 = stamp_seconds(b.first_seen), stamp_seconds(b.last_seen)
     if t1 is not None and b.last_seen and "." not in b.last_seen[19:]:
         t1 += 0.999999
     return (t0 if t0 is not None else math.inf, t1 if t1 is not None else -math.inf)
@@ -258,7 +258,7 @@ def group_units(bursts: Sequence[Burst], related: Sequence[RelatedEvent], links:
     hold a burst are kept; a related error left alone stays a related error."""
     spans = [_span(b) for b in bursts]
     for e in related:
-        t = seconds(e.timestamp)
+        t = stamp_seconds(e.timestamp)
         spans.append((t, t) if t is not None else (math.inf, -math.inf))
     nodes = [_node(b.node) for b in bursts] + [_node(e.node) for e in related]
     parent = list(range(len(spans)))
@@ -360,7 +360,7 @@ def attach_related(groups: list[_Group], bursts: Sequence[Burst], related: Seque
     starts = [t0 for t0, _ in timed]
     longest = max((groups[gi].t1 - t0 for t0, gi in timed), default=0.0)
     for k, event in enumerate(related):
-        t = seconds(event.timestamp)
+        t = stamp_seconds(event.timestamp)
         if t is None or k in taken:
             continue
         node, best, best_gap = _node(event.node), None, math.inf

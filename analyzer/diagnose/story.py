@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.observations import NodeFacts, RelatedEvent
+from ..core.times import seconds, stamp_seconds
 from ..knowledge.messages import action_label, current, language, t
 from ..knowledge.rules import RuleSet
-from .incidents import GAP_SECONDS, NO_NODE, Links, attach_related, group_units, lead_of, order_time, seconds
+from .incidents import GAP_SECONDS, NO_NODE, Links, attach_related, group_units, lead_of, order_time
 from .summary import ONGOING, Burst, Incident, IncidentLead
 
 MAX_FOLLOW = 2  # LLM-DataDist remedies named after the lead's
@@ -158,7 +159,7 @@ def _incident_of(burst_ids: Sequence[int], related_ids: Sequence[int], bursts: S
                  shared_req_ids(burst_ids, bursts, related_ids, related, facts))
     return Incident(
         id=0, start=min(stamps, key=order_time) if stamps else None,
-        end=max(stamps, key=lambda t: seconds(t) or 0.0) if stamps else None,
+        end=max(stamps, key=lambda t: stamp_seconds(t) or 0.0) if stamps else None,
         nodes=tuple(nodes), lead=lead, action=action, story=story, findings=findings,
         fingerprints=tuple(sorted({fp for b in mine for fp in b.fingerprints})), action_word=action_word,
         severe=any(b.severe for b in mine), bursts=tuple(sorted(burst_ids)), related=tuple(sorted(related_ids)))
