@@ -23,7 +23,7 @@ pub fn begin_back(buf: &[u8], start: usize, floor: usize, limit: usize) -> usize
 /// (begin, end) of up to `limit` lines before `start`, the newest first, each wholly at or after
 /// `floor` (`end`: its newline), as `Candidate.lookback`'s loop finds them.
 pub fn spans_back(buf: &[u8], start: usize, floor: usize, limit: usize) -> Vec<(usize, usize)> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(limit.min(64));
     let Some(mut end) = start.min(buf.len()).checked_sub(1) else {
         return out;
     };
