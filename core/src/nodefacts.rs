@@ -117,23 +117,35 @@ impl NodeAgg {
 
     /// `NodeFacts.note(facts, pid)`.
     pub fn note(&mut self, facts: &[(usize, String)], pid: Option<&str>) {
-        if let Some(p) = pid.filter(|p| !p.is_empty()) {
+        // Most fact lines repeat values already noted: look before copying a string to insert.
+        if let Some(p) = pid.filter(|p| !p.is_empty())
+            && !self.pids.contains(p)
+        {
             self.pids.insert(p.to_string());
         }
         for (k, value) in facts {
-            let v = value.clone();
             match self.parts[*k] {
-                Part::Role => *self.roles.entry(v).or_insert(0) += 1,
+                Part::Role => match self.roles.get_mut(value.as_str()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.roles.insert(value.clone(), 1);
+                    }
+                },
                 Part::LocalCluster => {
                     let device = self.got(facts, Part::Device).cloned();
-                    self.clusters.insert((v, device, pid.map(str::to_string)));
+                    self.clusters.insert((value.clone(), device, pid.map(str::to_string)));
                 }
                 Part::Version => {
-                    self.versions.entry(self.ids[*k].clone()).or_default().insert(v);
+                    self.versions
+                        .entry(self.ids[*k].clone())
+                        .or_default()
+                        .insert(value.clone());
                 }
                 part => {
-                    if let Some(set) = self.values_of(part) {
-                        set.insert(v);
+                    if let Some(set) = self.values_of(part)
+                        && !set.contains(value.as_str())
+                    {
+                        set.insert(value.clone());
                     }
                 }
             }
