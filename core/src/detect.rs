@@ -225,7 +225,11 @@ impl State {
 
     /// `_remember`: the facts later lines of `process` look back at.
     fn remember(&mut self, process: &Option<String>, facts: &[(usize, String)], line: i64) {
-        let mine = self.recent.entry(process.clone()).or_default();
+        // the process is nearly always one already seen: no copy of its name to look it up
+        let mine = match self.recent.get_mut(process) {
+            Some(mine) => mine,
+            None => self.recent.entry(process.clone()).or_default(),
+        };
         for (k, v) in facts {
             match mine.iter_mut().find(|(kind, _, _)| kind == k) {
                 Some(slot) => {
