@@ -216,10 +216,16 @@ def _silence() -> None:
 
 def _after_fork_in_child() -> None:
     """In a forked local worker: Ctrl-C reaches the whole process group, but only the parent acts
-    on it; SIGTERM (the nanny stopping it) just ends it; it dies with its parent."""
+    on it; SIGTERM (the nanny stopping it) just ends it; it dies with its parent. It logs nothing:
+    the nanny forks it from one of Dask's threads while others of the parent may be writing a log
+    record, and the stream's own lock (which, unlike the handler's, fork does not reset) is then
+    held for ever in the child, whose first log line (`Start worker at ...`) hung the worker and
+    the cluster's start (seen under pytest, whose log handler takes every record). A local
+    worker's logs are silenced anyway; its errors reach the parent with its results."""
     if not _STOPPING["on"]:
         return
     _STOPPING["on"] = False
+    logging.disable(logging.CRITICAL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # forked by a thread born with it blocked

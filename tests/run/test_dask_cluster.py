@@ -17,15 +17,17 @@ not after the 30 s connect timeout (folded from test_dask_local.py).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -287,6 +289,53 @@ def test_local_workers_are_forked_from_the_client(monkeypatch):
         handlers = client.run(signal.getsignal, signal.SIGINT)
     assert list(marks.values()) == ["set in the client"] * 2
     assert list(handlers.values()) == [signal.SIG_IGN] * 2  # Ctrl-C is the client's to act on
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_local_worker_logs_nothing_so_a_stream_held_at_the_fork_cannot_hang_it(monkeypatch):
+    """The CI hang of 2026-12-05: LocalCluster's nanny forks a worker from one of Dask's threads
+    while another thread of the parent is writing a log record; the child inherits the stream's
+    lock held (fork resets a handler's lock, not its stream's), and its first log line never
+    returns. Here a thread is stuck writing to a full pipe (it holds the stream's lock) across a
+    fork made as `_local_cluster` makes them: the child must log and exit at once."""
+    from analyzer.run import dask_cluster as dask_backend
+
+    read_end, write_end = os.pipe()
+    stream = open(write_end, "w", encoding="utf-8")  # noqa: SIM115 - closed below, after the writer
+    logger = logging.getLogger("ddtriage-test-forked-worker")
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    writer = threading.Thread(target=stream.write, args=("x" * (1 << 20),), daemon=True)
+    writer.start()  # more than a pipe holds: it blocks inside the write, holding the stream's lock
+    time.sleep(0.3)
+    monkeypatch.setitem(dask_backend._STOPPING, "on", True)  # a LocalCluster of ours is starting
+    pid = os.fork()
+    if pid == 0:  # the worker
+        try:
+            logger.info("Start worker at tcp://127.0.0.1:1")
+        finally:
+            os._exit(0)
+    try:
+        deadline, done = time.monotonic() + 15, 0
+        while not done and time.monotonic() < deadline:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.01)
+        if not done:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    finally:
+        logger.removeHandler(handler)
+        os.set_blocking(read_end, False)
+        while writer.is_alive():  # let the writer finish (never a blocking read: it may be done)
+            with suppress(BlockingIOError):
+                os.read(read_end, 1 << 16)
+            time.sleep(0.001)
+        os.close(read_end)
+        with suppress(OSError):
+            stream.close()  # what it still buffers goes nowhere
+    assert done, "the forked worker hung in its first log line"
 
 
 def test_local_workers_run_no_profiler_that_nothing_reads():
