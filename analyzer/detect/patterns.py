@@ -11,8 +11,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import regex
-
 from ..core.headers import without_possessives
 from ..core.records import CodeHit
 from ..knowledge.catalog import Catalog
@@ -40,20 +38,22 @@ _FAILED_DECIMAL = re.compile(r"(?<![0-9A-Za-z_.\-])(?:4294967295|-1)(?![0-9]|\.\
 _NAME = re.compile(r"(?<![0-9A-Za-z_])LLM_[A-Z0-9_]+(?![0-9A-Za-z_])")
 # A decimal counts only after a word that says "this is a status": ErrorNo:, ret =, status,
 # error code is, code=, an enum repr `<LLMStatusCode.X: N>`, or inside a result list `rets=[...`.
-# Both are `$`-anchored and compiled REVERSE (the `regex` module), so they are tried from the hit
-# backwards and fail at once when the text just before the hit is not a code context.
-_DECIMAL_CONTEXT = regex.compile(
+# Both are `$`-anchored and compiled REVERSE (the `regex` module's `(?r)`), so they are tried from
+# the hit backwards and fail at once when the text just before the hit is not a code context. Lazy:
+# only the Python engine searches them, and importing `regex` is ~7 ms of a scan's start-up.
+_DECIMAL_CONTEXT_TEXT = (
     r"(?ix)(?:"
     r"(?:error\s*no|errno|err(?:or)?[\s_]*code|status(?:[\s_]*code)?|ret(?:s|code|urn(?:ed|s)?)?"
     r"|results?|code|rc|err(?:or)?|failed\s+with|got)"
     r"\s*(?:is\b|==?|:|->)?\s*[\[(]?\s*"
     r"|LLMStatusCode\.\w+\s*:\s*"
     r"|(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*"
-    r")$",
-    regex.REVERSE,
+    r")$"
 )
+_DECIMAL_CONTEXT = LazyPattern("(?r)" + _DECIMAL_CONTEXT_TEXT)
 # A hit inside a per-cluster result list: `rets=[`, `results: [`, `link_rets = (` still open.
-_IN_RESULT_LIST = regex.compile(r"(?i)(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*$", regex.REVERSE)
+_IN_RESULT_LIST_TEXT = r"(?i)(?:ret|result|status|code)\w*\s*[=:]\s*[\[(][^\])]*$"
+_IN_RESULT_LIST = LazyPattern("(?r)" + _IN_RESULT_LIST_TEXT)
 
 
 class CodeMatcher:
@@ -84,8 +84,8 @@ class CodeMatcher:
         errno = without_possessives(self._errno_text.pattern) if self._errno_text is not None else None
         family = (self.catalog.family_base, self.catalog.family_size)
         return (sorted(self.names.items()), family, errno, sorted(self._text_values.items()),
-                self._standalone_values, _DECIMAL_CONTEXT.pattern.replace("(?ix)", "(?i)", 1),
-                _IN_RESULT_LIST.pattern)
+                self._standalone_values, _DECIMAL_CONTEXT_TEXT.replace("(?ix)", "(?i)", 1),
+                _IN_RESULT_LIST_TEXT)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
