@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from import_graph import PACKAGE, cycles, graph, package_graph
 
@@ -58,6 +61,25 @@ def test_a_scan_that_writes_reports_imports_no_pandas() -> None:
                           "    [write_report(f, r, io.StringIO()) for f in ('text', 'json', 'markdown')]")
     assert "analyzer.run.frames" not in loaded and "analyzer.writers.html" not in loaded
     assert "pandas" not in loaded
+
+
+def test_a_scan_under_the_core_imports_no_regex_module(tmp_path: Path) -> None:
+    """The `regex` module (~7 ms of start-up) is for the Python engine's patterns and the rule
+    tables' Python patterns, each compiled on first use once the disk cache knows they compile: a
+    plain scan the core reads whole (the one-line scan of the start-up floor) never imports it."""
+    pytest.importorskip("ddtriage_core", reason="the compiled core is not installed")
+    log = tmp_path / "plog-5569.log"
+    log.write_text("[ERROR] GE(5569,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:812]5571 PullKvBlocks: "
+                   "ErrorNo: 1343270913(request wait to be processed timeout!)\n")
+    code = ("import io, os, sys\nos.environ['DDTRIAGE_ENGINE'] = 'rust'\nfrom analyzer import analyze\n"
+            "from analyzer.writers import write_report\n"
+            f"with analyze([{str(log)!r}], jobs=1) as r:\n    assert len(r.findings) == 1\n"
+            "    write_report('json', r, io.StringIO())\n"
+            "print('regex' in sys.modules)")
+    # the first run proves the tables' patterns compile (that imports `regex`) and caches the verdict
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            for _ in range(2)]
+    assert runs[1].split() == ["False"]
 
 
 def test_no_two_module_constants_share_a_name() -> None:
