@@ -30,7 +30,7 @@ from ..inputs import Limits, Selection, iter_sources
 from ..knowledge.rules import RuleSet
 from .analysis import Analysis  # noqa: F401 - part of the facade: analyzer.run.api.Analysis
 from .finish import finish_run
-from .parallel import EngineFactory, jobs_for, merge_results, plan_units, run_units
+from .parallel import EngineFactory, jobs_for, merge_results, plan_units, run_units, splits_files
 from .store import FindingStore, spill_dir
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             else:
                 jobs = jobs or jobs_for(sources)
                 slots, run = jobs, partial(run_units, jobs=jobs)
-            units = plan_units(sources, slots)
+            units = plan_units(sources, slots, splits_files(options.year, ruleset.uses_versions))
             progress.start(sum(s.size or 0 for s in sources), len(sources))
             results = run(units, options.engine_factory(ruleset), progress=progress, spill_dir=store.spill_dir)
             store, stats, tally = merge_results(units, results, store)

@@ -19,6 +19,7 @@ import io
 import os
 import signal
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from ..core.observations import Observed, RelatedKey
 from ..core.progress import Progress
 from ..core.records import Finding, InputStats, report_key
 from ..detect.engine import Counted, Engine
+from ..detect.observer import LINK_LINES
 from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
@@ -86,11 +88,12 @@ class WorkUnit:
         return self.end is None or self.end == self.source.size
 
 
-def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
+def plan_units(sources: list[Source], jobs: int, split: bool = True) -> list[WorkUnit]:
     """Units in input order. A big plain-text file that holds at least 1/`jobs` of all the bytes
-    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges;
-    consecutive other inputs are batched up to a byte budget (small enough that every job gets
-    several units), so many small files do not each cost a round trip to a worker."""
+    (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges
+    (unless not `split`: `splits_files`); consecutive other inputs are batched up to a byte budget
+    (small enough that every job gets several units), so many small files do not each cost a round
+    trip to a worker."""
     total = sum(s.size or 0 for s in sources)
     budget = max(1, min(BATCH_BYTES, total // max(1, jobs * BATCHES_PER_JOB)))
     units: list[WorkUnit] = []
@@ -104,7 +107,7 @@ def plan_units(sources: list[Source], jobs: int) -> list[WorkUnit]:
         batch, size = [], 0
 
     for src in sources:
-        if (jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
+        if (split and jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
                 and src.size * jobs >= total and is_plain(src.path)):
             flush()
             cuts = aligned_cuts(src.path, src.size, jobs)
@@ -133,27 +136,57 @@ def is_plain(path: str) -> bool:
         return False
 
 
+def splits_files(year: int | None, uses_versions: bool) -> bool:
+    """Whether a big file may be cut into ranges: not when what a line means can depend on any
+    line before it, for a range cannot know what came before its history. With a bare --year a
+    year-less stamp's year counts the New Year crossings since the file's start; a rule's version
+    condition is judged on every version its process logged before."""
+    return year is None and not uses_versions
+
+
 def aligned_cuts(path: str, size: int, parts: int) -> list[int]:
-    """Byte offsets that split the file into `parts` ranges, each starting at a line start.
-    The newline is searched in small reads: a line of gigabytes (NUL padding) costs no memory;
-    where no newline falls before the next cut, the two ranges become one."""
+    """Byte offsets that split the file into `parts` ranges, each starting at a line start whose
+    last LINK_LINES lines lie within the HISTORY_BYTES before it (the history `scan_range` gives a
+    range: a finding's link facts come from that many lines of its process before it, however
+    long the lines). The newlines are searched in small reads: a line of gigabytes (NUL padding)
+    costs no memory; where no such line start falls before the next cut, the two ranges become one."""
     cuts = [0]
     with open(path, "rb") as handle:
         for i in range(1, parts):
             pos = max(cuts[-1], size * i // parts)
-            limit = size * (i + 1) // parts
-            handle.seek(pos)
-            while pos < limit:
-                piece = handle.read(min(1 << 16, limit - pos))
-                if not piece:
-                    break
-                nl = piece.find(b"\n")
-                if nl != -1:
-                    cuts.append(pos + nl + 1)
-                    break
-                pos += len(piece)
+            cut = _cut_after(handle, pos, size * (i + 1) // parts)
+            if cut is not None:
+                cuts.append(cut)
     cuts.append(size)
     return sorted(set(cuts))
+
+
+def _cut_after(handle: BinaryIO, pos: int, limit: int) -> int | None:
+    """The first line start after `pos` (and at most `limit`) that `aligned_cuts` may cut at."""
+    # the newlines of the HISTORY_BYTES before pos, then those after it, as they are read
+    back = max(0, pos - HISTORY_BYTES)
+    handle.seek(back)
+    before = handle.read(pos - back)
+    newlines = deque((back + i for i in _newlines(before)), maxlen=LINK_LINES + 1)
+    while pos < limit:
+        piece = handle.read(min(1 << 16, limit - pos))
+        if not piece:
+            return None
+        for i in _newlines(piece):
+            newlines.append(pos + i)
+            cut = pos + i + 1
+            # the range's history holds whole lines starting after cut - HISTORY_BYTES
+            if cut <= HISTORY_BYTES or (len(newlines) > LINK_LINES and newlines[0] >= cut - HISTORY_BYTES):
+                return cut
+        pos += len(piece)
+    return None
+
+
+def _newlines(data: bytes) -> Iterator[int]:
+    at = data.find(b"\n")
+    while at != -1:
+        yield at
+        at = data.find(b"\n", at + 1)
 
 
 class _Bounded(io.RawIOBase):
@@ -373,8 +406,8 @@ def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: i
     lead = max(0, start - HISTORY_BYTES)
     handle.seek(lead)
     history = handle.read(start - lead)
-    if lead > 0:
-        history = history[history.find(b"\n") + 1:]
+    if lead > 0:  # whole lines only (none when the line before the range is longer than that)
+        history = history[history.find(b"\n") + 1:] if b"\n" in history else b""
     hint = year_hint(src.name, src.mtime, engine.year)
     bounded = cast(BinaryIO, _Bounded(handle, end - start))  # the scanner only calls read()
     engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=sink, head=head,

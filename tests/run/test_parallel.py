@@ -80,6 +80,32 @@ def test_split_cuts_skip_a_huge_line(tmp_path):
     assert len(cuts) == 4  # the cut that fell inside the NUL run was dropped
 
 
+def test_split_cuts_keep_a_ranges_link_lines_in_its_history(tmp_path):
+    # a range's history is the HISTORY_BYTES before it; its first finding looks LINK_LINES lines back
+    short, long = b"s" * 99 + b"\n", b"L" * 9_999 + b"\n"  # 12 long lines > HISTORY_BYTES
+    path = tmp_path / "mixed.log"
+    path.write_bytes(short * 2_000 + long * 200 + short * 2_000)
+    data = path.read_bytes()
+    cuts = parallel.aligned_cuts(str(path), len(data), 2)
+    # the middle falls among the long lines: the cut moves to the first line start whose 12 lines
+    # before fit, 6 short lines after them (6 x 100 + 6 x 10,000 bytes; 5 would take 70,500)
+    assert parallel.LINK_LINES == 12 and cuts == [0, 200_000 + 2_000_000 + 6 * 100, len(data)]
+    # lines all so long that no 12 fit in HISTORY_BYTES: no cut at all
+    path.write_bytes(long * 800)
+    assert parallel.aligned_cuts(str(path), 8_000_000, 4) == [0, 8_000_000]
+
+
+def test_no_file_is_split_when_a_line_can_depend_on_any_line_before_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    path = tmp_path / "big.log"
+    path.write_bytes(LOG * 1_000)
+    sources = list(iter_sources([str(path)], []))
+    assert len(parallel.plan_units(sources, 3, parallel.splits_files(None, False))) == 3
+    for year, versions in ((2025, False), (None, True)):
+        assert not parallel.splits_files(year, versions)
+        assert len(parallel.plan_units(sources, 3, False)) == 1
+
+
 # A failed pull, alone in its thread for seconds: each such line is a burst of its own.
 PULL = ("[ERROR] GE({pid},python3):2025-11-12-{h:02d}:{m:02d}:{s:02d}.{us:06d} [llm_datadist_v2.cc:174]{tid} "
         "PullKvBlocks: call PullKvBlocks failed, ret = 0x5010B001, req_id = {r}")
@@ -338,11 +364,8 @@ def _json_at(path: Path, jobs: int, *args: str) -> str:
                                     *args]).stdout
 
 
-# Two ways a split file's later range still reads otherwise than the whole file does (found by a
-# differential run of 150 MB mixed logs at --jobs 1 and 2; both engines alike). Strict: they fail
-# today, and the day they pass these marks must go.
-@pytest.mark.xfail(strict=True, reason="a range is seeded with HISTORY_BYTES of lines before it, but a "
-                   "process's link facts are remembered LINK_LINES lines back, however long the lines")
+# Ways a split file's later range read otherwise than the whole file did (found by a differential
+# run of 150 MB mixed logs at --jobs 1 and 2; both engines alike).
 def test_a_link_fact_more_than_history_bytes_before_the_cut(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
     filler = b"[INFO] GE(1,python3):2025-11-12-03:40:00.000.000 [a.cc:1]1 F: nothing to see here\n"
@@ -357,8 +380,6 @@ def test_a_link_fact_more_than_history_bytes_before_the_cut(tmp_path, monkeypatc
     assert _json_at(path, 2) == one
 
 
-@pytest.mark.xfail(strict=True, reason="with --year, a later range's year-less stamps start from that "
-                   "year again: it cannot know that the ranges before it crossed New Year")
 def test_new_year_crossed_before_the_cut_with_a_given_year(tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
     dec = b"(W pid=9) INFO 12-31 23:59:58 [c.py:1] ok, nothing to see here\n"
@@ -369,3 +390,26 @@ def test_new_year_crossed_before_the_cut_with_a_given_year(tmp_path, monkeypatch
     one = _json_at(path, 1, "--year", "2025")
     assert '"timestamp": "2026-01-01T00:00:02"' in one
     assert _json_at(path, 2, "--year", "2025") == one
+
+
+def test_a_version_logged_long_before_the_cut_still_gates_a_rule(tmp_path, monkeypatch):
+    # a user rule with a version condition is judged on every version its process logged before;
+    # a range after a cut cannot know those, so such a run does not cut files
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "gated.yaml").write_text(
+        "rules:\n  - id: link-failed-new-cann\n    match:\n      codes: [LLM_LINK_FAILED]\n"
+        "      versions: {cann: \">=8.3.RC1\"}\n    action: check-network\n    remedy: Gated remedy.\n"
+        "    examples:\n      match: [\"CANN version = 8.3.RC1\\nLinkClusters: ErrorNo: 1343270921\"]\n",
+        encoding="utf-8")
+    init = (b"[INFO] GE(4811,python3):2025-11-12-03:39:50.000.000 [ge_api.cc:80]4811 GEInitialize: GE init begin, "
+            b"CANN version = 8.3.RC1, build = 20250820\n")
+    filler = b"[INFO] GE(4811,python3):2025-11-12-03:40:00.000.000 [a.cc:1]4811 F: nothing to see here\n"
+    fail = (b"[ERROR] GE(4811,python3):2025-11-12-03:40:02.123.456 [llm_link_manager.cc:412]4811 LinkClusters: "
+            b"ErrorNo: 1343270921(local cluster link with remote cluster failed!)\n")
+    path = tmp_path / "plog-4811.log"
+    path.write_bytes(init + filler * 2000 + fail + filler * 100)
+    one = _json_at(path, 1, "--rules", str(rules))
+    assert '"rule": "link-failed-new-cann"' in one
+    assert _json_at(path, 2, "--rules", str(rules)) == one
