@@ -511,9 +511,9 @@ class Engine:
         after the range start come out exactly as in a sequential scan. (Specific codes are
         always findings; only they bound causes and start echoes, so nothing here depends on
         where the range starts.)"""
-        lines = history.count(b"\n")
+        lines = history.count(b"\n")  # history ends at a line start: its last line is line 0
         for cand in scan_stream(io.BytesIO(history), self.prefilter, ScanCounts()):
-            line_no, offset = cand.line_no - lines - 1, cand.offset - len(history)
+            line_no, offset = cand.line_no - lines, cand.offset - len(history)
             for record, text in texts_of(cand, unwrapper):
                 headers = record_headers(text, state.year)
                 pod = (record.pod if record else None) or state.layout.pod

@@ -86,7 +86,8 @@ def analyze(paths: Iterable[str | Path] | str | Path, rules: RuleSet | None = No
             else:
                 jobs = jobs or jobs_for(sources)
                 slots, run = jobs, partial(run_units, jobs=jobs)
-            units = plan_units(sources, slots, splits_files(options.year, ruleset.uses_versions))
+            units = plan_units(sources, slots, splits_files(options.year, ruleset.uses_versions),
+                               ruleset.envelopes)
             progress.start(sum(s.size or 0 for s in sources), len(sources))
             results = run(units, options.engine_factory(ruleset), progress=progress, spill_dir=store.spill_dir)
             store, stats, tally = merge_results(units, results, store)

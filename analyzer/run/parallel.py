@@ -37,7 +37,7 @@ from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
 from ..inputs import SafeStream, Source, sniff, unpack, year_hint
 from ..inputs.own import OWN_REPORT_HEAD, own_document
-from ..knowledge.envelopes import HEAD_BYTES
+from ..knowledge.envelopes import HEAD_BYTES, EnvelopeTable
 from ..scan import blocks
 from ..scan.blocks import HISTORY_BYTES
 from .store import FindingStore, Run, RunWriter
@@ -88,10 +88,13 @@ class WorkUnit:
         return self.end is None or self.end == self.source.size
 
 
-def plan_units(sources: list[Source], jobs: int, split: bool = True) -> list[WorkUnit]:
+def plan_units(sources: list[Source], jobs: int, split: bool = True,
+               envelopes: EnvelopeTable | None = None) -> list[WorkUnit]:
     """Units in input order. A big plain-text file that holds at least 1/`jobs` of all the bytes
     (a lone big file, or one node's giant plog in a fleet) is cut into `jobs` line-aligned ranges
-    (unless not `split`: `splits_files`); consecutive other inputs are batched up to a byte budget
+    (unless not `split`: `splits_files`; nor when its head shows one of `envelopes`: a record can
+    span lines, as CRI and docker partials, pretty JSON and CSV cells do, and the zone a stream
+    learns from its envelope stays with the stream); consecutive other inputs are batched up to a byte budget
     (small enough that every job gets several units), so many small files do not each cost a round
     trip to a worker."""
     total = sum(s.size or 0 for s in sources)
@@ -108,7 +111,7 @@ def plan_units(sources: list[Source], jobs: int, split: bool = True) -> list[Wor
 
     for src in sources:
         if (split and jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
-                and src.size * jobs >= total and is_plain(src.path)):
+                and src.size * jobs >= total and is_plain(src.path, envelopes)):
             flush()
             cuts = aligned_cuts(src.path, src.size, jobs)
             units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
@@ -124,14 +127,18 @@ def plan_units(sources: list[Source], jobs: int, split: bool = True) -> list[Wor
     return units
 
 
-def is_plain(path: str) -> bool:
-    """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out)."""
+def is_plain(path: str, envelopes: EnvelopeTable | None = None) -> bool:
+    """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out),
+    nor a stream in one of `envelopes`."""
     try:
         with open(path, "rb") as handle:
             if sniff(SafeStream(handle)) != "text":
                 return False
             handle.seek(0)
-            return own_document(handle.read(OWN_REPORT_HEAD)) is None
+            head = handle.read(max(OWN_REPORT_HEAD, HEAD_BYTES))
+            if envelopes is not None and envelopes.match_head(head[:HEAD_BYTES]):
+                return False
+            return own_document(head[:OWN_REPORT_HEAD]) is None
     except OSError:
         return False
 

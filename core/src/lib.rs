@@ -1200,7 +1200,9 @@ impl Nearby {
     }
 
     /// Whether the regex matches somewhere in `text`, or None when Python must answer.
-    fn search(&self, text: &str) -> PyResult<Option<bool>> {
+    fn search(&self, text: &Bound<'_, PyString>) -> PyResult<Option<bool>> {
+        // a lone surrogate (an envelope's `\udcff` escape) has no UTF-8: Python's
+        let Ok(text) = text.to_str() else { return Ok(None) };
         let bytes = text.as_bytes();
         // Python's `$` also matches before a final newline; Rust's does not.
         if bytes.last() == Some(&b'\n') {
@@ -1236,7 +1238,8 @@ impl PlogHeaders {
 
     /// (timestamp, pid, tid, func, message start, start, the date shows again) of the line's
     /// plog header, or None where Python reads the line.
-    fn read(&self, line: &str) -> PyResult<Option<headers::Plog>> {
+    fn read(&self, line: &Bound<'_, PyString>) -> PyResult<Option<headers::Plog>> {
+        let Ok(line) = line.to_str() else { return Ok(None) }; // a lone surrogate: Python's
         // with the GIL held, as `Facts.find`: a header takes a microsecond
         guarded("a plog header", || Ok(self.headers.read(line.as_bytes())))
     }
@@ -1309,7 +1312,8 @@ impl Codes {
 
     /// The hits on one line as (value, start, end, form index, in a result list), or None when
     /// the line is not printable ASCII (Python's then).
-    fn find(&self, line: &str) -> PyResult<Option<Vec<codes::Hit>>> {
+    fn find(&self, line: &Bound<'_, PyString>) -> PyResult<Option<Vec<codes::Hit>>> {
+        let Ok(line) = line.to_str() else { return Ok(None) }; // a lone surrogate: Python's
         guarded("a line", || Ok(self.codes.find(line.as_bytes())))
     }
 }

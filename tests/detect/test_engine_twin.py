@@ -141,3 +141,17 @@ def test_a_nodes_facts_past_every_cap_are_the_same_from_either_engine(tmp_path: 
     starts = [1 + 4 * i for i in range(8)]  # the line of each round's failure while rounds are four lines
     assert [devices[n] for n in starts[2:]] == [str(i % 4) for i in range(0, 6)]
     assert all(d is None for n, d in devices.items() if n > 60)
+
+
+def test_a_lone_surrogate_escape_in_an_envelope_is_read_by_both_engines(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/data/twin/surrogate_escapes.journal.json (written by hand): JSON envelopes whose message
+    holds `\\udcff` escapes, a lone surrogate no UTF-8 holds; the core once stopped the file at its
+    first such line."""
+    import json
+
+    log = str(ROOT / "tests/data/twin/surrogate_escapes.journal.json")
+    python = _report([log], "python", monkeypatch)
+    assert python == _report([log], "rust", monkeypatch)
+    report = json.loads(python)
+    assert not report["summary"].get("skipped")
+    assert sorted(f["code"] for f in report["findings"]) == ["0x5010B001", "0x5010B002", "0x5010B009"]

@@ -413,3 +413,41 @@ def test_a_version_logged_long_before_the_cut_still_gates_a_rule(tmp_path, monke
     one = _json_at(path, 1, "--rules", str(rules))
     assert '"rule": "link-failed-new-cann"' in one
     assert _json_at(path, 2, "--rules", str(rules)) == one
+
+
+def test_a_link_fact_exactly_link_lines_before_the_range_start(tmp_path, monkeypatch):
+    # the history's last line is the line before the range's first (0, not -1): a fact LINK_LINES
+    # lines before a finding that opens a range belongs to it, as in the whole file
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    filler = b"[INFO] GE(1,python3):2025-11-12-03:40:00.000.000 [a.cc:1]1 F: nothing to see here\n"
+    fact = (b"[INFO] HCCL(5566,python3):2025-11-12-03:45:03.001.000 [transport_manager.cc:859] [6133][HCCL_TRACE]"
+            b"Link: link cluster 6 success\n")
+    long = b"[INFO] GE(1,python3):2025-11-12-03:40:00.000.000 [a.cc:1]1 F: " + b"x" * 3000 + b"\n"
+    error = b"[ERROR] GE(5566,python3):2025-11-12-03:45:04.500.000 [llm_datadist.cc:561]6191 Func: ret = 1343270913\n"
+    head = filler * 40 + fact + filler * 10 + long  # the fact is 12 lines before the error
+    middle = len(head) - len(long) // 2  # the --jobs 2 cut falls in the long line, so the error opens a range
+    tail = filler * ((2 * middle - len(head) - len(error)) // len(filler))
+    path = tmp_path / "plog-5566.log"
+    path.write_bytes(head + error + tail)
+    assert parallel.aligned_cuts(str(path), path.stat().st_size, 2)[1] == len(head)
+    one = _json_at(path, 1)
+    assert '"remote_cluster": "6"' in one
+    assert _json_at(path, 2) == one
+
+
+def test_a_file_in_an_envelope_is_not_cut_where_a_record_spans_lines(tmp_path, monkeypatch):
+    # a CRI partial record (P, then F) across the middle: a cut between its lines would lose the code
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    filler = b"2025-11-12T03:40:00.000000001+08:00 stdout F (EngineCore_DP0 pid=1) INFO 11-12 03:40:00 [a.py:1] ok\n"
+    part = (b"2025-11-12T03:40:09.650208337+08:00 stderr P (EngineCore_DP0 pid=1) ERROR 11-12 03:40:09 "
+            b"[llmdatadist_c_mgr_connector.py:874] pull_blocks failed, " + b"x" * 3000 + b" ret = 13432\n")
+    rest = b"2025-11-12T03:40:09.650208337+08:00 stderr F 70913 for request chatcmpl-2080\n"
+    head = filler * 40 + part
+    path = tmp_path / "0.log"
+    path.write_bytes(head + rest + filler * ((len(head) - len(part) // 2 - len(rest)) // len(filler)))
+    assert parallel.aligned_cuts(str(path), path.stat().st_size, 2)[1] == len(head)  # were it cut
+    one = _json_at(path, 1)
+    assert '"code": "0x5010B001"' in one
+    assert _json_at(path, 2) == one
+    (unit,) = parallel.plan_units(list(iter_sources([str(path)], [])), 2, envelopes=RuleSet.load().envelopes)
+    assert unit.start == 0 and unit.end is None
