@@ -1188,7 +1188,7 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
         kept.append((burst_key_py(py, key)?, burst_py(&mut texts, burst)?))?;
     }
     let groups = PyList::empty(py);
-    for (_, g) in &b.groups {
+    for (_, g) in b.groups.iter() {
         groups.append((
             burst_key_py(py, &g.key)?,
             burst_py(&mut texts, &g.first)?,
@@ -1199,15 +1199,15 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
         ))?;
     }
     let starts = PyList::empty(py);
-    for (thread, (key, n)) in &b.thread_start {
+    for (thread, (key, n)) in b.thread_start.iter() {
         starts.append((thread_py(py, thread)?, (key_py(py, key)?, *n)))?;
     }
     let ends = PyList::empty(py);
-    for (thread, end) in &b.first_ends {
+    for (thread, end) in b.first_ends.iter() {
         ends.append((thread_py(py, thread)?, end.as_ref().map(|(l, c)| (*l, c.as_str()))))?;
     }
     let open = PyList::empty(py);
-    for (thread, o) in &b.open {
+    for (thread, o) in b.open.ordered() {
         open.append((thread_py(py, thread)?, open_py(&mut texts, o)?))?;
     }
     let started: Bound<'py, PyAny> = match &b.started.1 {

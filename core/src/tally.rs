@@ -311,13 +311,15 @@ fn burst_key<O>(b: &Burst<O>, first: &Key, n: u64, source: &str) -> BurstKey {
 
 /// `Bursts` of one source.
 pub struct Bursts<O> {
-    pub open: Vec<(Thread, OpenBurst<O>)>,
+    // Found by key, never searched: a storm of findings from as many threads (a pid a line)
+    // once made every finding walk every thread's open burst.
+    pub open: OpenBursts<O>,
     pub bursts: Vec<(BurstKey, Burst<O>)>,
     pub count: u64,
-    pub groups: Vec<(GroupKey, Group<O>)>,
-    pub thread_start: Vec<(Thread, (Key, u64))>,
+    pub groups: Ordered<GroupKey, Group<O>>,
+    pub thread_start: Ordered<Thread, (Key, u64)>,
     pub range_part: bool,
-    pub first_ends: Vec<(Thread, Option<(i64, String)>)>,
+    pub first_ends: Ordered<Thread, Option<(i64, String)>>,
     pub ambiguous: bool,
     pub started: (i64, Option<Thread>),
 }
@@ -325,13 +327,13 @@ pub struct Bursts<O> {
 impl<O: Clone> Bursts<O> {
     fn new(range_part: bool) -> Bursts<O> {
         Bursts {
-            open: Vec::new(),
+            open: OpenBursts::default(),
             bursts: Vec::new(),
             count: 0,
-            groups: Vec::new(),
-            thread_start: Vec::new(),
+            groups: Ordered::default(),
+            thread_start: Ordered::default(),
             range_part,
-            first_ends: Vec::new(),
+            first_ends: Ordered::default(),
             ambiguous: false,
             started: (0, None),
         }
@@ -347,58 +349,45 @@ impl<O: Clone> Bursts<O> {
         } else {
             f.pid
         };
-        let same = |t: &Thread| t.0 == f.source && t.1.as_deref() == process && t.2.as_deref() == f.tid;
+        let thread: Thread = (f.source.to_string(), process.map(str::to_string), own(f.tid));
         let when = seconds(f.timestamp);
-        let mut at = self.open.iter().position(|(t, _)| same(t));
-        if let Some(i) = at {
-            let current = &self.open[i].1;
+        let mut open = false;
+        if let Some(current) = self.open.get_mut(&thread) {
             let gap_time =
                 matches!((current.last_seconds, when), (Some(t0), Some(t1)) if (t1 - t0).abs() > BURST_SECONDS);
             if f.line - current.last_line > BURST_LINES || gap_time {
-                let thread = self.open[i].0.clone();
                 self.close(&thread, f.source);
-                at = None;
+            } else {
+                current.add(f, obj, when, false);
+                open = true;
             }
         }
-        match at {
-            Some(i) => self.open[i].1.add(f, obj, when, false),
-            None => {
-                let thread: Thread = (f.source.to_string(), process.map(str::to_string), own(f.tid));
-                self.open.push((thread.clone(), OpenBurst::new(f, obj, when)));
-                let known = self.thread_start.iter().any(|(t, _)| *t == thread);
+        if !open {
+            self.open.insert(thread.clone(), OpenBurst::new(f, obj, when));
+            let known = self.thread_start.get(&thread).is_some();
+            if !known {
+                self.thread_start.insert(thread.clone(), (key_of(f), 0));
+            }
+            if self.range_part {
                 if !known {
-                    self.thread_start.push((thread.clone(), (key_of(f), 0)));
+                    self.first_ends.insert(thread.clone(), None);
                 }
-                if self.range_part {
-                    if !known {
-                        self.first_ends.push((thread.clone(), None));
-                    }
-                    let (line, other) = &self.started;
-                    self.ambiguous |= *line == f.line && other.as_ref() != Some(&thread);
-                    self.started = (f.line, Some(thread));
-                }
+                let (line, other) = &self.started;
+                self.ambiguous |= *line == f.line && other.as_ref() != Some(&thread);
+                self.started = (f.line, Some(thread));
             }
         }
     }
 
     fn close(&mut self, thread: &Thread, source: &str) {
-        let i = self.open.iter().position(|(t, _)| t == thread).expect("an open burst");
-        let (_, b) = self.open.remove(i);
-        let s = self
-            .thread_start
-            .iter_mut()
-            .find(|(t, _)| t == thread)
-            .expect("a thread's start");
-        let (first, n) = s.1.clone();
-        s.1.1 = n + 1;
+        let b = self.open.remove(thread).expect("an open burst");
+        let s = self.thread_start.get_mut(thread).expect("a thread's start");
+        let (first, n) = s.clone();
+        s.1 = n + 1;
         if self.range_part && n == 0 {
             // may go on from the range before: `extend` feeds it again
-            let e = self
-                .first_ends
-                .iter_mut()
-                .find(|(t, _)| t == thread)
-                .expect("a first burst");
-            e.1 = Some((b.last_line, b.last_code));
+            let e = self.first_ends.get_mut(thread).expect("a first burst");
+            *e = Some((b.last_line, b.last_code));
         } else {
             let burst = b.close();
             let key = burst_key(&burst, &first, n, source);
@@ -416,8 +405,8 @@ impl<O: Clone> Bursts<O> {
             lead.rule.clone(),
             lead.node.clone(),
         );
-        match self.groups.iter_mut().find(|(k, _)| *k == gkey) {
-            Some((_, g)) => {
+        match self.groups.get_mut(&gkey) {
+            Some(g) => {
                 if key < g.key {
                     g.key = key.clone();
                     g.first = burst.clone();
@@ -435,7 +424,7 @@ impl<O: Clone> Bursts<O> {
                     g.last_seen = Some(t.clone());
                 }
             }
-            None => self.groups.push((
+            None => self.groups.insert(
                 gkey,
                 Group {
                     key: key.clone(),
@@ -445,7 +434,7 @@ impl<O: Clone> Bursts<O> {
                     first_seen: burst.first_seen.clone(),
                     last_seen: burst.last_seen.clone(),
                 },
-            )),
+            ),
         }
         self.bursts.push((key, burst));
         if self.bursts.len() >= 2 * MAX_BURSTS {
@@ -460,8 +449,7 @@ impl<O: Clone> Bursts<O> {
 
     /// `close_all`: every open burst closed (a whole source's end).
     pub fn close_all(&mut self, source: &str) {
-        let threads: Vec<Thread> = self.open.iter().map(|(t, _)| t.clone()).collect();
-        for t in threads {
+        for t in self.open.threads() {
             self.close(&t, source);
         }
         self.thread_start.clear();
@@ -853,9 +841,23 @@ impl<K, V> Default for Ordered<K, V> {
 }
 
 impl<K: std::hash::Hash + Eq + Clone, V> Ordered<K, V> {
+    pub fn get(&self, key: &K) -> Option<&V> {
+        let i = *self.at.get(key)?;
+        Some(&self.items[i].1)
+    }
+
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let i = *self.at.get(key)?;
         Some(&mut self.items[i].1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &(K, V)> {
+        self.items.iter()
+    }
+
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.at.clear();
     }
 
     /// Adds `key` (at the end), or replaces its value where it is.
@@ -879,6 +881,48 @@ impl<K: std::hash::Hash + Eq + Clone, V> Ordered<K, V> {
             }
         };
         &mut self.items[i].1
+    }
+}
+
+/// The open bursts by thread, in the order they opened (a Python dict's, whose `pop` and insert
+/// move a thread that opens again to the end).
+pub struct OpenBursts<O> {
+    by_thread: HashMap<Thread, (u64, OpenBurst<O>)>,
+    opened: u64,
+}
+
+impl<O> Default for OpenBursts<O> {
+    fn default() -> Self {
+        OpenBursts {
+            by_thread: HashMap::new(),
+            opened: 0,
+        }
+    }
+}
+
+impl<O> OpenBursts<O> {
+    pub fn get_mut(&mut self, thread: &Thread) -> Option<&mut OpenBurst<O>> {
+        self.by_thread.get_mut(thread).map(|(_, b)| b)
+    }
+
+    pub fn insert(&mut self, thread: Thread, burst: OpenBurst<O>) {
+        self.opened += 1;
+        self.by_thread.insert(thread, (self.opened, burst));
+    }
+
+    pub fn remove(&mut self, thread: &Thread) -> Option<OpenBurst<O>> {
+        self.by_thread.remove(thread).map(|(_, b)| b)
+    }
+
+    /// The open bursts in the order they opened.
+    pub fn ordered(&self) -> Vec<(&Thread, &OpenBurst<O>)> {
+        let mut all: Vec<_> = self.by_thread.iter().map(|(t, (n, b))| (*n, t, b)).collect();
+        all.sort_unstable_by_key(|(n, _, _)| *n);
+        all.into_iter().map(|(_, t, b)| (t, b)).collect()
+    }
+
+    pub fn threads(&self) -> Vec<Thread> {
+        self.ordered().into_iter().map(|(t, _)| t.clone()).collect()
     }
 }
 
@@ -1077,7 +1121,7 @@ impl<O: Clone> Unit<O> {
             self.trim();
         }
         self.burst_count += b.count;
-        for (gkey, g) in b.groups {
+        for (gkey, g) in b.groups.items {
             match self.groups.get_mut(&gkey) {
                 None => {
                     self.groups.insert(gkey, g);
