@@ -36,6 +36,7 @@ from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
 from ..inputs import SafeStream, Source, sniff, unpack, year_hint
+from ..inputs.formats import SNIFF_BYTES, lookalike
 from ..inputs.own import OWN_REPORT_HEAD, own_document
 from ..knowledge.envelopes import HEAD_BYTES, EnvelopeTable
 from ..scan import blocks
@@ -111,7 +112,7 @@ def plan_units(sources: list[Source], jobs: int, split: bool = True,
 
     for src in sources:
         if (split and jobs > 1 and src.path is not None and src.size and src.size >= SPLIT_MIN_BYTES
-                and src.size * jobs >= total and is_plain(src.path, envelopes)):
+                and src.size * jobs >= total and splittable(src.path, envelopes)):
             flush()
             cuts = aligned_cuts(src.path, src.size, jobs)
             units += [WorkUnit(src, a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
@@ -127,20 +128,30 @@ def plan_units(sources: list[Source], jobs: int, split: bool = True,
     return units
 
 
-def is_plain(path: str, envelopes: EnvelopeTable | None = None) -> bool:
-    """Plain text to cut into ranges; not a ddtriage report (one unit: the unpacker leaves it out),
-    nor a stream in one of `envelopes`."""
+def is_plain(path: str) -> bool:
+    """Plain text to read in ranges; not a ddtriage report (one unit: the unpacker leaves it out)."""
     try:
         with open(path, "rb") as handle:
             if sniff(SafeStream(handle)) != "text":
                 return False
             handle.seek(0)
-            head = handle.read(max(OWN_REPORT_HEAD, HEAD_BYTES))
-            if envelopes is not None and envelopes.match_head(head[:HEAD_BYTES]):
-                return False
-            return own_document(head[:OWN_REPORT_HEAD]) is None
+            return own_document(handle.read(OWN_REPORT_HEAD)) is None
     except OSError:
         return False
+
+
+def splittable(path: str, envelopes: EnvelopeTable | None = None) -> bool:
+    """Plain text to cut into ranges (`is_plain`), read alike whole or cut: not a stream in one of
+    `envelopes`, nor one that starts like a compressed file (the unpacker notes that it is read as
+    text; a cut file's ranges never pass through it)."""
+    if not is_plain(path):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except OSError:
+        return False
+    return lookalike(head[:SNIFF_BYTES], path) is None and not (envelopes is not None and envelopes.match_head(head))
 
 
 def splits_files(year: int | None, uses_versions: bool) -> bool:

@@ -451,3 +451,14 @@ def test_a_file_in_an_envelope_is_not_cut_where_a_record_spans_lines(tmp_path, m
     assert _json_at(path, 2) == one
     (unit,) = parallel.plan_units(list(iter_sources([str(path)], [])), 2, envelopes=RuleSet.load().envelopes)
     assert unit.start == 0 and unit.end is None
+
+
+@pytest.mark.parametrize("magic", [b"BZh91AY&SY", b"\xfd7zXZ\x00"])
+def test_a_file_that_starts_like_a_compressed_one_is_read_whole_with_its_note(tmp_path, monkeypatch, magic):
+    # the note that it is read as text comes from the unpacker, which a cut file's ranges skip
+    monkeypatch.setattr(parallel, "SPLIT_MIN_BYTES", 1)
+    path = tmp_path / "plog-5569.log"
+    path.write_bytes(magic + b"\n" + LOG * 300)
+    one = _json_at(path, 1)
+    assert "does not decode as" in one and '"code": "0x5010B001"' in one
+    assert _json_at(path, 2) == one
