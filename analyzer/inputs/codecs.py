@@ -31,6 +31,8 @@ class Codec:
     feed: int = 1 << 16  # compressed bytes fed per call
     bounded: bool = True  # decompress(data, max_length) caps its output (zstd's cannot)
     concatenated: bool = True  # another stream may follow the first (gzip members); raw deflate: no
+    # what the format's own header allows, where a lenient decoder (ISA-L) accepts more
+    header_ok: Callable[[bytes], bool] | None = None
 
 
 class Decompressed(io.RawIOBase):

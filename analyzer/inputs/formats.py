@@ -115,9 +115,17 @@ def _is_utf16_be(head: bytes, name: str) -> bool:
     return _mostly_zero(head[0::2], head[1::2])
 
 
+def _gzip_header_ok(head: bytes) -> bool:
+    """RFC 1952: deflate (CM 8), and the reserved flag bits zero (ISA-L ignores them; zlib and
+    gzip refuse the file). A plain log that starts with the magic bytes fails here."""
+    return len(head) < 4 or (head[2] == 8 and head[3] & 0xE0 == 0)
+
+
 def _decodes(codec: Codec, head: bytes) -> bool:
     """Whether a compression's decoder accepts the first bytes (magic bytes alone prove nothing:
     a plain log may start with `BZh9`)."""
+    if codec.header_ok is not None and not codec.header_ok(head):
+        return False
     try:
         obj = codec.new()
     except LimitExceeded:
@@ -134,7 +142,7 @@ def _decodes(codec: Codec, head: bytes) -> bool:
 
 # -- THE table: tried in this order; the last row always matches ----------------------------------
 FORMATS: tuple[Format, ...] = (
-    Format("gzip", _magic(b"\x1f\x8b"), (".gz",), (".tgz",), codec=Codec(_gzip)),
+    Format("gzip", _magic(b"\x1f\x8b"), (".gz",), (".tgz",), codec=Codec(_gzip, header_ok=_gzip_header_ok)),
     Format("bzip2", _is_bzip2, (".bz2",), (".tbz2",), codec=Codec(bz2.BZ2Decompressor)),
     Format("xz", _magic(b"\xfd7zXZ\x00"), (".xz",), (".txz",), codec=Codec(lzma.LZMADecompressor)),
     # zstd cannot cap its output per call, so it is fed less.

@@ -176,6 +176,26 @@ def test_plain_log_starting_with_bzh9_loses_no_line_and_warns(tmp_path):
     assert "starts like bzip2" in stderr
 
 
+def test_plain_log_starting_with_the_gzip_magic_loses_no_line_and_warns(tmp_path):
+    # 1f 8b 08 then text: the flag byte sets reserved bits (RFC 1952), which ISA-L ignores and
+    # zlib refuses; once the whole file was skipped as a broken gzip
+    log = tmp_path / "starts-gzip-magic.log"
+    log.write_bytes(b"\x1f\x8b\x08" + b"".join(line(n) for n in range(1, 6)))
+    code, report, stderr = scan_json(log)
+    assert code == 1
+    assert numbers(report) == [1, 2, 3, 4, 5]
+    assert "starts like gzip" in stderr
+
+
+def test_a_real_gzip_header_still_decodes(tmp_path):
+    import gzip
+
+    log = tmp_path / "real.log.gz"
+    log.write_bytes(gzip.compress(b"".join(line(n) for n in range(1, 4))))
+    code, report, stderr = scan_json(log)
+    assert numbers(report) == [1, 2, 3] and "starts like" not in stderr
+
+
 def test_utf16_then_utf8_keeps_both(tmp_path):
     log = tmp_path / "mixed.log"
     utf16 = ("\ufeff" + "".join(line(n).decode() for n in (1, 2, 3))).encode("utf-16-le")
