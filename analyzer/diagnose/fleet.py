@@ -122,8 +122,15 @@ class FleetTally:
         """The `limit` most widespread failures (specific codes before the generic LLM_FAILED that
         echoes them; in most bundles, then nodes; not known to be recoverable before recoverable;
         then most findings), and how many more there are."""
+        # A wrapper logs the generic failure after every specific one (domain.md §5): ranked by
+        # spread alone, its echoes under each API would push the failures off the first screen.
+        # Ranked first, built after: only the rows kept pay for a message template (a storm of
+        # distinct failures has one per finding).
+        ranked = sorted(self.prints.items(), key=lambda kp: (
+            kp[1].example.generic, -len(kp[1].bundles), -len(kp[1].nodes), kp[1].example.recoverable is True,
+            -kp[1].findings, kp[0]))
         rows = []
-        for key, p in self.prints.items():
+        for key, p in ranked[:limit]:
             f = p.example
             names, more = bounded(p.nodes)
             rows.append(FingerprintRow(
@@ -131,7 +138,4 @@ class FleetTally:
                 recoverable=f.recoverable, template=message_template(f.text), findings=p.findings,
                 bundles=len(p.bundles), nodes=len(p.nodes), first_seen=p.first, last_seen=p.last,
                 first_at=f"{f.source}:{f.line}", node_names=names, more_nodes=more, generic=f.generic))
-        # A wrapper logs the generic failure after every specific one (domain.md §5): ranked by
-        # spread alone, its echoes under each API would push the failures off the first screen.
-        rows.sort(key=lambda r: (r.generic, -r.bundles, -r.nodes, r.recoverable is True, -r.findings, r.fingerprint))
-        return tuple(rows[:limit]), max(0, len(rows) - limit)
+        return tuple(rows), max(0, len(ranked) - limit)

@@ -95,6 +95,25 @@ def test_summary_lists_are_bounded(tmp_path, monkeypatch):
     assert all(len(r["sources"]) <= 10 and r["more_sources"] == max(0, 14 - 10) for r in summary["codes"])
 
 
+def test_only_the_fingerprints_shown_are_templated(tmp_path, monkeypatch):
+    # 120 distinct failures (one line each): the summary shows ROW_LIMIT and counts the rest; a
+    # message template is made for the rows shown only (a storm of distinct ones made one each)
+    import analyzer.diagnose.fleet as fleet_mod
+    from analyzer.diagnose.summary import ROW_LIMIT
+
+    made = []
+    real = fleet_mod.message_template
+    monkeypatch.setattr(fleet_mod, "message_template", lambda text: made.append(text) or real(text))
+    lines = [f"[ERROR] GE(7,python3):2025-11-12-03:40:{i % 60:02d}.000.000 [m{i}.cc:1]7 Step{chr(65 + i % 26)}"
+             f"{'x' * (i // 26)}: ErrorNo: 1343270913(request wait to be processed timeout!)\n" for i in range(120)]
+    (tmp_path / "plog-7.log").write_text("".join(lines))
+    monkeypatch.chdir(tmp_path)
+    summary = scan_json("plog-7.log", "--jobs", "1")["summary"]
+    shown = len(summary["fingerprints"])
+    assert shown == ROW_LIMIT and summary["more_fingerprints"] == 120 - ROW_LIMIT
+    assert len(made) == shown
+
+
 def test_node_names_a_local_log_tree(tmp_path, monkeypatch):
     local = tmp_path / "root" / "ascend" / "log" / "debug" / "plog"
     local.mkdir(parents=True)
