@@ -184,11 +184,12 @@ class Engine:
 
     def scan_leaf(self, name: str, stream: Reader, year: YearHint | None, stats: InputStats,
                   history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
-                  sink: Sink | None = None, head: bytes | None = None, counted: Counted | None = None
-                  ) -> list[Finding]:
+                  sink: Sink | None = None, head: bytes | None = None, counted: Counted | None = None,
+                  seed: bytes = b"") -> list[Finding]:
         """Findings of one stream (a file, an archive member, a byte range after `history`);
         its lines and bytes are added to `stats`, and a read error that stops it is listed.
         `head`: the first bytes of the file a byte range is cut from (its envelope is told there).
+        `seed`: whole lines right before `history` that only seed what `history` does (`_seed`).
         `counted`: where the findings go instead of `sink` when the engine in the core reads the
         stream and tallies it too."""
         counts = ScanCounts()
@@ -196,7 +197,7 @@ class Engine:
         add = sink or findings.append
         try:
             for finding in self.scan_stream(name, stream, counts, year, history, year_guessed, bundle, head,
-                                            stats.observed, counted):
+                                            stats.observed, counted, seed):
                 add(finding)
         except READ_ERRORS as exc:
             # Whatever was read before the break is kept and accounted for.
@@ -217,7 +218,7 @@ class Engine:
     def scan_stream(self, name: str, stream: Reader, counts: ScanCounts, year: YearHint | None = None,
                     history: bytes = b"", year_guessed: bool = False, bundle: str | None = None,
                     head: bytes | None = None, observed: Observed | None = None,
-                    counted: Counted | None = None) -> Iterator[Finding]:
+                    counted: Counted | None = None, seed: bytes = b"") -> Iterator[Finding]:
         """The findings of one stream, in order. `history` is the text right before a parallel
         byte range: it seeds what the stream's first lines look back at. The stream's envelope,
         if any, is told from its first bytes (`envelopes`): each candidate line is then unwrapped
@@ -231,8 +232,8 @@ class Engine:
                              CauseFinder(self.neighbours, year), StreamClock(year, year_guessed, self.tz), year,
                              unwrapper.name if unwrapper else None,
                              observed if observed is not None else Observed())
-        if history:
-            self._seed(history, state, unwrapper)
+        if history or seed:  # (lookback never sees `seed`: it goes HISTORY_BYTES back at most)
+            self._seed(seed + history, state, unwrapper)
         prefilter = self.prefilter
         rejoined: Rejoined | None = None
         if unwrapper is not None:
@@ -253,7 +254,7 @@ class Engine:
                                           built=partial(self.observer.related_row, state, self.node)
                                           if line_observer.CORE_READS_RELATED else None)
         if unwrapper is None and facts is not None and gathered is not None and self._native_ok(prefilter):
-            yield from self._scan_native(state, stream, prefilter, counts, history, gathered, counted)
+            yield from self._scan_native(state, stream, prefilter, counts, history, gathered, counted, bool(seed))
             return
         for cand in scan_stream(stream, prefilter, counts, history=history, facts=facts, fact_rows=rows,
                                 node_facts=gathered, related=state.counting):
@@ -304,7 +305,7 @@ class Engine:
 
     def _scan_native(self, state: _StreamState, stream: Reader, prefilter: Prefilter, counts: ScanCounts,
                      history: bytes, gathered: Callable[[tuple[object, ...]], None],
-                     counted: Counted | None = None) -> Iterator[Finding]:
+                     counted: Counted | None = None, seeded: bool = False) -> Iterator[Finding]:
         """`scan_stream`'s loop in the compiled core (`ddtriage_core.Stream`): each block's findings
         come back whole (with `counted`, they go there, and so does the core's tally of them). A
         line the core does not read (not printable ASCII, nor the lines before it) comes here with
@@ -321,7 +322,7 @@ class Engine:
             state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
             (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
              partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part)
-        if history:  # what `_seed` noted before the range
+        if history or seeded:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
         # A whole source's tally joins its unit's in the core (`Counted.core_unit`), and only the
         # unit's crosses to Python. Without one (a byte range), a stream's first findings wait: a

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
 SPLIT_MIN_BYTES = 32 << 20  # a lone plain file at least this big is split across workers
+SEED_BYTES = 4 << 20  # how far before a range's history its link lines are looked for (watch: long lines)
 # Below this much input, a scan whose jobs were not asked for runs in this process: starting
 # workers (a fork, an engine each, the results pickled back) costs more than they would save.
 POOL_MIN_BYTES = 16 << 20
@@ -424,12 +425,41 @@ def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: i
     lead = max(0, start - HISTORY_BYTES)
     handle.seek(lead)
     history = handle.read(start - lead)
-    if lead > 0:  # whole lines only (none when the line before the range is longer than that)
+    seed = b""
+    if lead > 0:
+        if history.count(b"\n") <= LINK_LINES:  # long lines: a finding's link lines go further back
+            seed = _link_lines_before(handle, lead, history)
+            handle.seek(start)
+        # whole lines only (none when the line before the range is longer than that)
         history = history[history.find(b"\n") + 1:] if b"\n" in history else b""
     hint = year_hint(src.name, src.mtime, engine.year)
     bounded = cast(BinaryIO, _Bounded(handle, end - start))  # the scanner only calls read()
     engine.scan_leaf(src.name, bounded, hint, stats, history, hint.guessed, src.bundle, sink=sink, head=head,
-                     counted=counted)
+                     counted=counted, seed=seed)
+
+
+def _link_lines_before(handle: BinaryIO, lead: int, history: bytes) -> bytes:
+    """The whole lines that end where `history` (the bytes from `lead` to a range's start) begins
+    to hold whole lines, reaching back to the range's LINK_LINES lines before it: a finding's link
+    facts come from that many lines back, however long they are. At most SEED_BYTES are read;
+    b"" when no line starts within them."""
+    first = history.find(b"\n") + 1 if b"\n" in history else len(history)
+    need = LINK_LINES + 1 - history.count(b"\n")
+    pieces, pos = [], lead
+    while need > 0 and pos > 0 and lead - pos < SEED_BYTES:
+        size = min(1 << 16, pos)
+        pos -= size
+        handle.seek(pos)
+        piece = handle.read(size)
+        pieces.append(piece)
+        need -= piece.count(b"\n")
+    before = b"".join(reversed(pieces))
+    if pos > 0:  # from a line start on
+        at = before.find(b"\n")
+        if at == -1:
+            return b""
+        before = before[at + 1:]
+    return before + history[:first]
 
 
 def run_units(units: list[WorkUnit], make_engine: EngineFactory, jobs: int, progress: Progress,

@@ -249,3 +249,21 @@ def test_notifications_wake_up_on_a_write(tmp_path):
         if wrote:
             break
     assert notes == [] and time.monotonic() - wrote[0] < 1
+
+
+def test_a_link_fact_behind_long_lines_reaches_a_finding_written_later(tmp_path, engine, rules):
+    # each growth is read as a range after the 64 KiB before it; the fact 3 lines (70 KB) before the
+    # error was out of reach, so the finding lost the peer a scan names
+    log = tmp_path / PLOG
+    fact = ("[INFO] HCCL(100,python3):2025-11-12-03:40:01.001.000 [transport_manager.cc:859] [6133][HCCL_TRACE]"
+            "Link: link cluster 6 success\n")
+    write(log, info(1) + fact + info(2) + "[INFO] GE(100,python3):2025-11-12-03:40:01.002.000 [a.cc:1]100 F: "
+          + "y" * 70_000 + "\n")
+    follower = Follower([str(tmp_path)], engine)
+    assert follower.sync().findings == []
+    write(log, link_failed(1))
+    (found,) = follower.sync().findings
+    (scanned,) = analyze([str(tmp_path)], rules=rules).findings
+    assert dict(scanned.link).get("remote_cluster") == "6"
+    assert found.link == scanned.link
+    assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
