@@ -441,13 +441,15 @@ def scan_range(engine: Engine, src: Source, handle: BinaryIO, start: int, end: i
 def _link_lines_before(handle: BinaryIO, lead: int, history: bytes) -> bytes:
     """The whole lines that end where `history` (the bytes from `lead` to a range's start) begins
     to hold whole lines, reaching back to the range's LINK_LINES lines before it: a finding's link
-    facts come from that many lines back, however long they are. At most SEED_BYTES are read;
-    b"" when no line starts within them."""
+    facts come from that many lines back, however long they are. At most SEED_BYTES are read, and
+    none before what `handle` keeps (`kept_from`: watch's window on standard input); b"" when no
+    line starts within them."""
     first = history.find(b"\n") + 1 if b"\n" in history else len(history)
     need = LINK_LINES + 1 - history.count(b"\n")
+    floor = getattr(handle, "kept_from", 0)
     pieces, pos = [], lead
-    while need > 0 and pos > 0 and lead - pos < SEED_BYTES:
-        size = min(1 << 16, pos)
+    while need > 0 and pos > floor and lead - pos < SEED_BYTES:
+        size = min(1 << 16, pos - floor)
         pos -= size
         handle.seek(pos)
         piece = handle.read(size)

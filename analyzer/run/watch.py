@@ -55,7 +55,7 @@ from ..scan.blocks import HISTORY_BYTES
 from .analysis import Analysis
 from .api import Options, analyze_snippet
 from .finish import finish_run
-from .parallel import is_plain, scan_range
+from .parallel import SEED_BYTES, is_plain, scan_range
 from .store import FindingStore, RunWriter
 
 SIGNATURE_BYTES = 4096  # the first bytes that tell a file from another one (and a copy of it)
@@ -180,7 +180,7 @@ class Follower:
         if tail.offset < HEAD_BYTES:  # its head decides its envelope: read it again, whole
             tail.restart()
         self._scan_plain(tail, cast(BinaryIO, self._window), self._window.size, update, final)
-        self._window.forget(tail.offset - HISTORY_BYTES)
+        self._window.forget(tail.offset - HISTORY_BYTES - SEED_BYTES)  # what the next range may look back at
         return update
 
     def _new_tail(self, key: Key, src: Source, update: Update) -> Tail:
@@ -466,6 +466,12 @@ class _Window(io.RawIOBase):
         if len(self.head) < HEAD_BYTES:
             self.head += data[:HEAD_BYTES - len(self.head)]
         self.recent += data
+
+    @property
+    def kept_from(self) -> int:
+        """The offset from which the bytes are kept whole (`parallel._link_lines_before` reads no
+        further back)."""
+        return self.base
 
     def forget(self, before: int) -> None:
         """Drop what lies before offset `before` (the head is kept)."""

@@ -267,3 +267,23 @@ def test_a_link_fact_behind_long_lines_reaches_a_finding_written_later(tmp_path,
     assert dict(scanned.link).get("remote_cluster") == "6"
     assert found.link == scanned.link
     assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
+
+
+@pytest.mark.parametrize("before", [3, 21])
+def test_standard_input_behind_long_lines_gives_the_scans_link_facts(engine, rules, monkeypatch, before):
+    # a fact `before` lines (of 70 KB) before an error fed later: within 12 lines the finding carries
+    # it, as a scan's does; 21 lines back it does not (the window once handed the stream's head in)
+    fact = ("[INFO] HCCL(100,python3):2025-11-12-03:40:01.001.000 [transport_manager.cc:859] [6133][HCCL_TRACE]"
+            "Link: link cluster 6 success\n")
+    long = "[INFO] GE(100,python3):2025-11-12-03:40:01.{:03d}.000 [a.cc:1]100 F: " + "y" * 70_000 + "\n"
+    first = (fact + "".join(long.format(i) for i in range(before - 1))).encode()
+    data = first + link_failed(1).encode()
+    follower = Follower(["-"], engine)
+    reported = follower.feed(first).findings + follower.feed(data[len(first):]).findings
+    reported += follower.feed(b"", final=True).findings
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    scanned = analyze(["-"], rules=rules)
+    (found,), (expected,) = reported, list(scanned.findings)
+    assert found.link == expected.link
+    assert ("remote_cluster", "6") in found.link if before <= 12 else not found.link
+    assert json_report(follower.analysis()) == json_report(scanned)
