@@ -6,6 +6,13 @@
 Streamed from the store row by row (memory stays bounded). Empty cells are nulls; `recoverable`
 is `true`, `false` or empty (unknown). `pd.read_csv("fleet.csv")`, or in DuckDB
 `SELECT * FROM 'fleet.csv'`.
+
+Every text cell comes from an untrusted bundle (file and member names, node names, log lines), and
+a CSV file is also opened in spreadsheets, which run a cell that starts with `=`, `+`, `-` or `@`
+as a formula (OWASP's "CSV injection"; a tab or CR before one still counts). Such a cell is written
+with a leading `'`, the spreadsheets' own mark for text, so it shows as text and reads back with
+that one character more; no other cell changes. Line breaks inside a cell are quoted by the csv
+module, so a cell never starts a row.
 """
 
 from __future__ import annotations
@@ -24,11 +31,17 @@ suffix = ".csv"
 CSV_COLUMNS = (*KEY_COLUMNS, "text")
 
 
+# What makes a spreadsheet read a cell as a formula (or as a command, `@`), at the cell's start.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(v: object) -> object:
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, str) and v.startswith(FORMULA_START):
+        return "'" + v
     return v
 
 
