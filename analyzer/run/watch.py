@@ -4,7 +4,9 @@ Stage: run (a back end, like `parallel`). A `Follower` keeps one `Tail` per file
 inode): a plain log is read on from the offset it was read to, each new line-aligned byte range
 scanned by the engine as a split file's range is (`parallel.scan_range`: the file's head tells
 its envelope, the text before the range is what its first lines look back at), its line numbers
-shifted by the lines before it. So each file's findings, related errors and link facts are
+shifted by the lines before it. A range ends at the last newline, and before the parts of a line
+the runtime cut (or a CSV record still open) whose last part is not written yet: they are read
+with it, joined, as a scan of the finished file reads them. So each file's findings, related errors and link facts are
 those a scan of the file would give, and `analysis()` ends the run as a scan does
 (`finish.finish_run`). A file that is
 
@@ -52,6 +54,7 @@ from ..inputs import iter_sources
 from ..inputs.sources import Source
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
+from ..scan.reassembly import MAX_GROUP, waiting_parts
 from .analysis import Analysis
 from .api import Options, analyze_snippet
 from .finish import finish_run
@@ -240,8 +243,11 @@ class Follower:
             tail.size, tail.mtime = st.st_size, st.st_mtime
 
     def _scan_plain(self, tail: Tail, handle: BinaryIO, size: int, update: Update, final: bool) -> None:
-        """The lines of `tail` past its offset (up to its last newline, unless `final`)."""
+        """The lines of `tail` past its offset (up to its last newline, unless `final`; and before
+        the parts of a line its envelope says are still to come)."""
         end = size if final else _line_end(handle, tail.offset, size)
+        if not final and end > tail.offset:
+            end -= self._waiting(handle, tail.offset, end)
         if end <= tail.offset:
             if not tail.offset:
                 tail.stats.files = 1  # empty so far: a file read all the same
@@ -261,6 +267,22 @@ class Follower:
         update.findings += [f for f in found if f.line > tail.reported]
         update.related += [e for e in stats.observed.related if e.line > tail.reported]
         tail.reported = max(tail.reported, tail.lines)
+
+    def _waiting(self, handle: BinaryIO, start: int, end: int) -> int:
+        """The bytes before `end` that hold parts of a line not yet whole (`reassembly.waiting_parts`),
+        in a file whose envelope (told from its head, as a scan tells it) joins cut lines."""
+        envelopes = self.engine.rules.envelopes
+        found = envelopes.match_head(_read_at(handle, 0, HEAD_BYTES)) if envelopes else None
+        kind = found[0].partial if found else None
+        if not kind:
+            return 0
+        if kind == "csv":  # an open quote is told from the record's start: the whole range
+            return waiting_parts(_read_at(handle, start, end - start), kind)
+        back = min(end - start, MAX_GROUP + (1 << 16))  # trailing parts only, whole lines of them
+        data = _read_at(handle, end - back, back)
+        if back < end - start:
+            data = data[data.find(b"\n") + 1:]
+        return waiting_parts(data, kind)
 
     def _scan_whole(self, tail: Tail, update: Update) -> None:
         """A compressed log or an archive, read whole again (members are named inside it)."""

@@ -237,6 +237,37 @@ class _Chained(io.RawIOBase):
         return self.rest.read(-1 if size is None else size)
 
 
+def waiting_parts(data: bytes, kind: str) -> int:
+    """How many bytes at the end of `data` (whole lines, from a record's start) belong to a logical
+    line that is not whole yet: parts whose last part is still to be written (cri, docker,
+    journald), or a CSV record whose quote is still open. `Rejoined` would hold them back until
+    the rest came; `watch` reads a growing file up to them only, so a line the runtime cut in
+    parts is scanned whole, as a scan of the finished file reads it. 0 past `MAX_GROUP` bytes,
+    where `Rejoined` too gives up and takes the parts as they are."""
+    if kind == "csv":
+        pos, opened, size, quotes = 0, -1, 0, 0
+        for line in data.split(b"\n")[:-1]:
+            n = line.count(b'"')
+            if opened < 0:
+                if n % 2:
+                    opened, size, quotes = pos, len(line), n
+            else:
+                size, quotes = size + len(line), quotes + n
+                if quotes % 2 == 0 or size > MAX_GROUP:  # closed, or no record is this long (`_csv_line`)
+                    opened = -1
+            pos += len(line) + 1
+        return 0 if opened < 0 else len(data) - opened
+    is_partial = Rejoined(cast(BinaryIO, io.BytesIO()), kind)._is_partial
+    waiting = 0
+    for line in reversed(data.split(b"\n")[:-1]):
+        if not is_partial(line):
+            break
+        waiting += len(line) + 1
+        if waiting > MAX_GROUP:
+            return 0
+    return waiting
+
+
 def _loads(line: bytes) -> dict[str, Any] | None:
     try:
         obj = json.loads(line)

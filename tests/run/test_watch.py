@@ -287,3 +287,88 @@ def test_standard_input_behind_long_lines_gives_the_scans_link_facts(engine, rul
     assert found.link == expected.link
     assert ("remote_cluster", "6") in found.link if before <= 12 else not found.link
     assert json_report(follower.analysis()) == json_report(scanned)
+
+
+ENVELOPES = ROOT / "tests" / "data" / "envelopes"
+
+
+@pytest.mark.parametrize("corpus", ["cri", "docker", "journald"])
+def test_a_line_the_runtime_cut_in_parts_is_scanned_whole_when_its_last_part_comes(tmp_path, engine, rules, corpus):
+    # The corpus six times over (past HEAD_BYTES, so growths are read as ranges), written in random
+    # pieces: a growth that ended between the parts of a cut line had its parts scanned apart, and
+    # the code cut in two was lost, from the live events and the analysis alike (39 of 42 here)
+    rnd = random.Random(1)
+    tree = tmp_path / "tree"
+    src = ENVELOPES / corpus
+    data = {tree / p.relative_to(src): p.read_bytes() * 6 for p in sorted(src.rglob("*")) if p.is_file()}
+    done = dict.fromkeys(data, 0)
+    follower = Follower([str(tree)], engine)
+    reported = []
+    while any(done[p] < len(d) for p, d in data.items()):
+        for path, body in data.items():
+            size = rnd.choice([70, 900, 20000])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "ab") as handle:
+                handle.write(body[done[path]:done[path] + size])
+            done[path] += size
+        reported += follower.sync().findings
+    reported += follower.sync(final=True).findings
+    scanned = analyze([str(tree)], rules=rules)
+    assert sorted((f.source, f.line, f.code) for f in reported) == sorted(
+        (f.source, f.line, f.code) for f in scanned.findings)
+    assert json_report(follower.analysis()) == json_report(scanned)
+
+
+def cri(text: str, tag: str = "F", second: int = 1) -> str:
+    return f"2025-11-12T03:40:{second:02d}.000000000+08:00 stderr {tag} {text}\n"
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+def test_a_cri_line_whose_last_part_is_not_written_yet_waits_for_it(tmp_path, engine, rules, monkeypatch, stdin):
+    filler = "".join(cri(info(n).rstrip("\n")) for n in range(800))  # ~90 KB: past HEAD_BYTES
+    line = link_failed(7).rstrip("\n")
+    cut = line.index("ErrorNo: 134327") + len("ErrorNo: 134")  # the code cut in two
+    first, second = filler + cri(line[:cut], "P"), cri(line[cut:])
+    if stdin:
+        follower = Follower(["-"], engine)
+        update = follower.feed(first.encode())
+    else:
+        log = tmp_path / "var/log/pods/ns_decode-0_uid/vllm/0.log"
+        write(log, first)
+        follower = Follower([str(tmp_path)], engine)
+        update = follower.sync()
+    assert update.findings == []  # the line is not whole yet
+    if stdin:
+        update = follower.feed(second.encode())
+        update.findings += follower.feed(b"", final=True).findings
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO((first + second).encode())))
+        scanned = analyze(["-"], rules=rules)
+    else:
+        write(log, second)
+        update = follower.sync()
+        scanned = analyze([str(tmp_path)], rules=rules)
+    (found,) = update.findings
+    assert (found.line, found.code) == (801, "0x5010B009") and marks([found]) == [7]
+    assert json_report(follower.analysis()) == json_report(scanned)
+
+
+def test_a_csv_record_whose_quote_is_still_open_waits_for_its_end(tmp_path, engine, rules):
+    import csv as csv_module
+
+    rows = [["Nov 12, 2025 @ 03:40:01.000", "decode-0", info(n).rstrip("\n")] for n in range(700)]
+    rows.append(["Nov 12, 2025 @ 03:40:05.000", "decode-0", "Traceback (most recent call last):\n  pull_blocks\n"
+                 + link_failed(9).rstrip("\n")])  # one record over three lines, the code on its last
+    out = io.StringIO()
+    writer = csv_module.writer(out, quoting=csv_module.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["@timestamp", "kubernetes.pod_name", "log"])
+    writer.writerows(rows)
+    text = out.getvalue()
+    log = tmp_path / "export.csv"
+    cut = text.index("  pull_blocks")  # after the record's first line: its quote still open
+    write(log, text[:cut])
+    follower = Follower([str(tmp_path)], engine)
+    assert follower.sync().findings == []
+    write(log, text[cut:])
+    (found,) = follower.sync().findings
+    assert marks([found]) == [9] and found.line == 702
+    assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
