@@ -174,6 +174,13 @@ def lookalike(head: bytes, name: str = "") -> str | None:
                  and not _decodes(f.codec, head)), None)
 
 
+def lookalike_note(head: bytes, name: str = "") -> str | None:
+    """The note of a stream read as plain text although it starts like a compressed file (`lookalike`),
+    or None."""
+    fake = lookalike(head[:SNIFF_BYTES], name)
+    return f"starts like {fake} but does not decode as {fake}; read as plain text" if fake else None
+
+
 def sniff(stream: Peekable, name: str = "") -> str:
     """Format name of a stream from its first bytes: gzip, bzip2, xz, zstd, zip, tar, 7z, rar,
     utf-16-le, utf-16-be or text. The name only breaks one tie: an empty tar archive is nothing but zero

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..core.records import Skipped
 from .codecs import Decompressed, Utf16ToUtf8
-from .formats import SNIFF_BYTES, detect, lookalike
+from .formats import SNIFF_BYTES, detect, lookalike_note
 from .names import printable
 from .own import OWN_REPORT_HEAD, left_out_reason, own_document
 from .readahead import ReadAhead
@@ -118,9 +118,9 @@ class Unpacker:
             self.skip(name, fmt.unsupported)
             return
         if fmt.codec is None and fmt.walk is None and fmt.encoding is None:
-            fake = lookalike(head, name)
+            fake = lookalike_note(head, name)
             if fake:  # nothing is lost: the bytes are scanned as they are
-                self.note(name, f"starts like {fake} but does not decode as {fake}; read as plain text")
+                self.note(name, fake)
         if fmt.codec is not None:
             try:
                 inner = Decompressed(stream, fmt.codec)

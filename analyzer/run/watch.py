@@ -51,6 +51,8 @@ from ..core.times import EVERY_TIME
 from ..detect.engine import Engine
 from ..diagnose.summary import Incident
 from ..inputs import iter_sources
+from ..inputs.formats import SNIFF_BYTES, lookalike_note
+from ..inputs.names import printable
 from ..inputs.sources import Source
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
@@ -90,6 +92,7 @@ class Tail:
     mtime: float = -1.0
     findings: list[Finding] = field(default_factory=list)
     stats: InputStats = field(default_factory=InputStats)
+    noted: bool = False  # its look-alike note was reported (a small file is read again as it grows)
 
     def restart(self) -> None:
         """Forget what was read (not what was reported): the file is read again from the start."""
@@ -253,6 +256,13 @@ class Follower:
                 tail.stats.files = 1  # empty so far: a file read all the same
             return
         stats = InputStats()
+        if not tail.offset:  # a scan reads it through the unpacker, which notes a compressed look-alike
+            note = lookalike_note(_read_at(handle, 0, SNIFF_BYTES), tail.source.name)
+            if note is not None:
+                stats.notes.append(Skipped(printable(tail.source.name), note))
+                if not tail.noted:
+                    update.notes.append(stats.notes[-1])
+                    tail.noted = True
         writer = RunWriter()
         scan_range(self.engine, tail.source, handle, tail.offset, end, stats, writer.add)
         found: list[Finding] = []

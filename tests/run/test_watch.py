@@ -372,3 +372,20 @@ def test_a_csv_record_whose_quote_is_still_open_waits_for_its_end(tmp_path, engi
     (found,) = follower.sync().findings
     assert marks([found]) == [9] and found.line == 702
     assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
+
+
+@pytest.mark.parametrize("magic, fake", [(b"BZh9", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x1f\x8b\x08\x00", "gzip")])
+def test_a_log_that_starts_like_a_compressed_file_gets_the_scans_note_once(tmp_path, engine, rules, magic, fake):
+    # read as plain text either way, but only a scan (through the unpacker) said so
+    log = tmp_path / "node-1" / "app.log"
+    log.parent.mkdir()
+    log.write_bytes(magic + b" junk\n" + link_failed(1).encode())
+    follower = Follower([str(tmp_path)], engine)
+    update = follower.sync()
+    assert [(n.source, n.reason) for n in update.notes] == [
+        (str(log), f"starts like {fake} but does not decode as {fake}; read as plain text")]
+    assert marks(update.findings) == [1]
+    write(log, link_failed(2))
+    update = follower.sync()
+    assert update.notes == [] and marks(update.findings) == [2]  # noted once, though read again whole
+    assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
