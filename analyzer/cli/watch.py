@@ -156,7 +156,7 @@ class _Pace:
             for e in update.related:
                 self.show.event(related_event(e))
             self.show.flush()  # the lines' events out before the analysis is concluded again
-            self.pending |= bool(update or update.notes)
+            self.pending |= bool(update or update.notes or update.changed)
         if not self.pending or (not last and time.monotonic() - self.at < 4 * self.cost):
             return  # nothing changed (no work, no redraw, no write), or too soon
         started = time.monotonic()

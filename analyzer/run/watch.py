@@ -60,7 +60,7 @@ from ..scan.reassembly import MAX_GROUP, waiting_parts
 from .analysis import Analysis
 from .api import Options, analyze_snippet
 from .finish import finish_run
-from .parallel import SEED_BYTES, is_plain, scan_range
+from .parallel import SEED_BYTES, is_plain, scan_range, splits_files
 from .store import FindingStore, RunWriter
 
 SIGNATURE_BYTES = 4096  # the first bytes that tell a file from another one (and a copy of it)
@@ -109,6 +109,7 @@ class Update:
     findings: list[Finding] = field(default_factory=list)
     related: list[RelatedEvent] = field(default_factory=list)
     notes: list[Skipped] = field(default_factory=list)
+    changed: bool = False  # anything the analysis holds changed (lines read, a file renamed, added or gone)
 
     def __bool__(self) -> bool:
         return bool(self.findings or self.related)
@@ -132,6 +133,10 @@ class Follower:
         self.excluded = 0
         self.stdin = self.paths == ["-"]
         self._window = _Window() if self.stdin else None
+        # Growths are read as ranges only where a scan could cut a file into ranges: under a bare
+        # --year (New Year crossings are counted from the file's start) or a version-gated rule
+        # (a version is logged once, at a process's start) a growing file is read whole again.
+        self.ranges = splits_files(self.options.year, engine.rules.uses_versions)
         if self.stdin:
             key = (-1, -1)
             self.tails[key], self.order = Tail(key, Source("-", None, bundle="-")), [key]
@@ -165,22 +170,31 @@ class Follower:
             tail = self.tails.get(key)
             if tail is None:
                 tail = self.tails[key] = self._new_tail(key, src, update)
-            elif tail.source.name != src.name:  # renamed (rotated): its findings carry the new name
-                tail.source = src
-                tail.restart()
+                update.changed = True
+            elif tail.source.name != src.name:
+                update.changed = True
+                if _sign(_head(src.path)[:tail.signed]) == tail.signature:  # renamed (rotated): the same lines
+                    tail.members = _renamed(tail.members, tail.source.name, src.name)  # its findings carry
+                    tail.source = src  # the new name, and so do an archive's marks
+                    tail.restart()
+                else:  # a new file on the inode a deleted one freed (logrotate's `create`): its own marks
+                    self._forget(tail)
+                    tail = self.tails[key] = self._new_tail(key, src, update)
             tail.source = src
             order.append(key)
             self._read(tail, st, update, final)
         for key in set(self.tails) - set(order):
             self._forget(self.tails.pop(key))  # deleted: what was read of it stays reported, and leaves the analysis
+            update.changed = True
         self.saved.clear()  # every file there is has been met: the marks of the others are of files gone
+        update.changed |= (order, skipped, len(excluded)) != (self.order, self.skipped, self.excluded)
         self.order, self.skipped, self.excluded = order, skipped, len(excluded)
         return update
 
     def feed(self, data: bytes, final: bool = False) -> Update:
         """Standard input: `data` read from it (`final`: it ended)."""
         assert self._window is not None
-        update = Update()
+        update = Update(changed=bool(data) or final)
         tail = self.tails[(-1, -1)]
         self._window.append(data)
         if tail.offset < HEAD_BYTES:  # its head decides its envelope: read it again, whole
@@ -196,9 +210,12 @@ class Follower:
         if saved is not None:
             size = src.size or 0
             if size >= saved["offset"] and _sign(head[:saved["signed"]]) == saved["signature"]:
-                tail.reported, tail.members = saved["reported"], dict(saved.get("members", {}))
+                tail.reported = saved["reported"]
+                tail.members = _renamed(saved.get("members", {}), saved.get("name", ""), src.name)
                 return tail
             update.notes.append(Skipped(src.name, "changed while watch was not running: read again from the start"))
+            if saved["signed"] == SIGNATURE_BYTES:  # the copy copytruncate made meanwhile may come next
+                self.former[saved["signature"]] = max(saved["reported"], self.former.get(saved["signature"], 0))
             return tail
         if len(head) >= SIGNATURE_BYTES:  # a copy of a file read already (copytruncate): no line twice
             mine = _sign(head)
@@ -235,8 +252,9 @@ class Follower:
                 tail.restart()
                 tail.reported, tail.members = 0, {}
             if tail.offset < HEAD_BYTES:  # its head decides its envelope: read it again, whole
-                tail.plain = is_plain(path)
+                tail.plain = self.ranges and is_plain(path)
                 tail.restart()
+            update.changed = True
             if tail.plain:
                 self._scan_plain(tail, handle, size, update, final)
             else:
@@ -529,6 +547,13 @@ class _Window(io.RawIOBase):
             data = self.head[self.pos:min(end, len(self.head))]
         self.pos += len(data)
         return data
+
+
+def _renamed(members: dict[str, int], old: str, new: str) -> dict[str, int]:
+    """An archive's line marks per member source after the archive moved from `old` to `new`."""
+    if not old or old == new:
+        return dict(members)
+    return {new + k[len(old):] if k.startswith(old) else k: n for k, n in members.items()}
 
 
 def _sign(data: bytes) -> str:

@@ -122,6 +122,32 @@ def test_watch_follows_a_changing_tree_across_a_restart(tmp_path):
     assert final == scanned
 
 
+def test_the_final_report_follows_changes_that_bring_no_finding(tmp_path):
+    """Lines without a code appended, a file renamed, another deleted: no event, but the final
+    report is a scan of the tree as it is (it kept the files, names and line counts of before)."""
+    tree, work = tmp_path / "tree", tmp_path / "work"
+    work.mkdir()
+    first, second, third = plog(tree, "node-1", 100), plog(tree, "node-1", 101), plog(tree, "node-1", 102)
+    for n, path in enumerate((first, second, third), 1):
+        path.write_text(planted(n))
+    watch = Watch(tree, work)
+    watch.wait_for(lambda e: index_of(e) == 3)
+    with open(first, "a", encoding="utf-8") as handle:
+        handle.write("[INFO] GE(100,python3):2025-11-12-03:41:00.000.000 [a.cc:1]100 Run: step 1\n" * 3)
+    os.rename(second, f"{second}.1")
+    third.unlink()
+    deadline = time.monotonic() + 10  # the state is saved when the analysis is concluded again
+    state = work / "state.json"
+    while not (state.exists() and f"{second.name}.1" in state.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    watch.proc.send_signal(signal.SIGTERM)
+    assert watch.proc.wait(10) == 1
+    out = io.StringIO()
+    write_report("json", analyze([str(tree)]), out)
+    final = json.loads((work / "final.json").read_text())
+    assert final["inputs"]["files"] == 2 and final == json.loads(out.getvalue())
+
+
 def test_standard_input_gives_events_then_the_final_report(tmp_path):
     data = (SAMPLES / "decode-node-2" / "vllm_worker.log").read_bytes()
     runner = CliRunner()

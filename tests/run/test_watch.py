@@ -389,3 +389,106 @@ def test_a_log_that_starts_like_a_compressed_file_gets_the_scans_note_once(tmp_p
     update = follower.sync()
     assert update.notes == [] and marks(update.findings) == [2]  # noted once, though read again whole
     assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
+
+
+def test_a_new_file_on_the_inode_a_deleted_one_freed_is_not_taken_for_a_rename(tmp_path, engine, rules):
+    # logrotate `rotate 2` + `create`: app.log.2 deleted, .1 -> .2, app.log -> .1, a new app.log. The new
+    # app.log often gets the inode app.log.2 freed; it was taken for app.log.2 renamed, kept its line
+    # mark, and its findings on lines below the old file's count were never reported
+    folder = tmp_path / "node-1"
+    log = folder / "app.log"
+    write(log, link_failed(1) + "".join(info(i) for i in range(30)))
+    follower = Follower([str(tmp_path)], engine)
+    reported = follower.sync().findings
+    reused = False
+    for n in range(2, 9):
+        if (folder / "app.log.2").exists():
+            os.unlink(folder / "app.log.2")
+        if (folder / "app.log.1").exists():
+            os.rename(folder / "app.log.1", folder / "app.log.2")
+        os.rename(log, folder / "app.log.1")
+        known = set(follower.tails)
+        write(log, link_failed(n) + "".join(info(i) for i in range(30)))
+        st = os.stat(log)
+        reused |= (st.st_dev, st.st_ino) in known
+        update = follower.sync()
+        assert marks(update.findings) == [n]
+        reported += update.findings
+    if not reused:
+        pytest.skip("this file system gave no freed inode to a new file")
+    assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
+
+
+def test_a_compressed_rotation_renamed_again_reports_nothing_again(tmp_path, engine, rules):
+    import gzip
+
+    folder = tmp_path / "node-1"
+    folder.mkdir()
+    (folder / "app.log.1.gz").write_bytes(gzip.compress((link_failed(1) + link_failed(2)).encode()))
+    follower = Follower([str(tmp_path)], engine)
+    assert marks(follower.sync().findings) == [1, 2]
+    os.rename(folder / "app.log.1.gz", folder / "app.log.2.gz")  # the next rotation
+    assert follower.sync().findings == []
+    assert json_report(follower.analysis()) == json_report(analyze([str(tmp_path)], rules=rules))
+
+
+def test_the_copy_copytruncate_made_while_watch_was_down_is_not_reported_again(tmp_path, engine, rules):
+    state = tmp_path / "state.json"
+    tree = tmp_path / "tree"
+    log = tree / PLOG
+    write(log, "".join(info(i) for i in range(100)) + link_failed(1))  # past the bytes a copy is told by
+    first = Follower([str(tree)], engine, state=str(state))
+    assert marks(first.sync().findings) == [1]
+    first.save()
+    shutil.copyfile(log, f"{log}.1")  # copytruncate while watch is down
+    write(log, link_failed(2), mode="w")
+    second = Follower([str(tree)], engine, state=str(state))
+    update = second.sync()
+    assert marks(update.findings) == [2]  # not the copy's 1 again
+    assert json_report(second.analysis()) == json_report(analyze([str(tree)], rules=rules))
+
+
+def vllm(md: str, hms: str, n: int, error: bool = False) -> str:
+    head = f"(Worker_DP0_TP3_EP3 pid=5569) {'ERROR' if error else 'INFO'} {md} {hms} [llmdatadist_c_mgr_connector.py:771] "
+    if error:
+        return head + ("KV transfer task failed: [pull_blocks] failed, error code is LLMStatusCode.LLM_KV_CACHE_NOT_EXIST, "
+                       f"req_id = {n}\n")
+    return head + f"start pull for request cmpl-{n:08d}, req_id={n}, remote cluster 2, 16 blocks\n"
+
+
+def test_with_a_bare_year_a_growth_past_new_year_counts_the_crossing_as_a_scan_does(tmp_path, rules):
+    # year-less vLLM stamps under --year 2025: a scan counts the December -> January crossing from the
+    # file's start; a growth read as a range started afresh and stayed in 2025
+    options = Options(year=2025)
+    engine = options.engine_factory(rules)()
+    log = tmp_path / "node-1" / "vllm_worker.log"
+    write(log, "".join(vllm("12-31", f"23:59:{i % 60:02d}", i) for i in range(800)) + vllm("12-31", "23:59:59", 1, True))
+    follower = Follower([str(tmp_path)], engine, options)
+    assert [f.timestamp[:10] for f in follower.sync().findings] == ["2025-12-31"]
+    write(log, vllm("01-01", "00:00:01", 2) + vllm("01-01", "00:00:02", 3, True))
+    assert [f.timestamp for f in follower.sync().findings] == ["2026-01-01T00:00:02"]
+    scanned = analyze([str(tmp_path)], rules=rules, options=options)
+    assert json_report(follower.analysis()) == json_report(scanned)
+
+
+def test_a_version_gated_rule_sees_the_version_logged_long_before_a_growth(tmp_path):
+    from analyzer import load_rules
+
+    extra = tmp_path / "rules"
+    extra.mkdir()
+    (extra / "gated.yaml").write_text(
+        "rules:\n  - id: link-failed-new-cann\n    match:\n      codes: [LLM_LINK_FAILED]\n"
+        "      versions: {cann: \">=8.3.RC1\"}\n    action: check-network\n    remedy: Gated remedy.\n"
+        "    examples:\n      match: [\"CANN version = 8.3.RC1\\nLinkClusters: ErrorNo: 1343270921\"]\n", encoding="utf-8")
+    gated = load_rules(extra)
+    engine = Options().engine_factory(gated)()
+    log = tmp_path / "tree" / "plog-4811.log"
+    write(log, "[INFO] GE(4811,python3):2025-11-12-03:39:50.000.000 [ge_api.cc:80]4811 GEInitialize: GE init begin, "
+          "CANN version = 8.3.RC1, build = 20250820\n"
+          + "[INFO] GE(4811,python3):2025-11-12-03:40:00.000.000 [a.cc:1]4811 F: nothing to see here\n" * 2000)
+    follower = Follower([str(log.parent)], engine)
+    assert follower.sync().findings == []
+    write(log, link_failed(1).replace("GE(100,", "GE(4811,").replace("]100 ", "]4811 "))
+    (found,) = follower.sync().findings
+    assert found.rule == "link-failed-new-cann"
+    assert json_report(follower.analysis()) == json_report(analyze([str(log.parent)], rules=gated))
