@@ -175,7 +175,10 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           since=since, until=until, year=year, tz=tz, not_these=files, node=node or None,
                           follow=follow)
         show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
-        analysis = analyze(targets, rules=load_rules(rules_dirs, lang), options=options, jobs=jobs,
+        ruleset = load_rules(rules_dirs, lang)
+        if not quiet:
+            _nearby_notes(ruleset)
+        analysis = analyze(targets, rules=ruleset, options=options, jobs=jobs,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
         fail(str(exc))
@@ -360,3 +363,11 @@ def _gate(analysis: Analysis, fail_on: str) -> bool:
         return analysis.summary.ongoing > 0
     return analysis.summary.findings > 0
 
+
+def _nearby_notes(ruleset: Any) -> None:
+    """A note on stderr for each user rule whose `nearby` regex the compiled core cannot run (it runs
+    in the timed Python path, with the same answers): the engine's business, not the report's."""
+    from ..detect.engine import nearby_notes
+
+    for origin, why in nearby_notes(ruleset):
+        warn("note", f"{origin}: {why}")

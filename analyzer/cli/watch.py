@@ -93,7 +93,11 @@ def watch(paths: tuple[str, ...], view: str | None, outputs: tuple[str, ...], st
         written = (*events, *(r.path for r in finals), *((state,) if state else ()))
         options = Options(selection=selection, year=year, tz=tz, not_these=written, node=node or None,
                           follow=follow)
-        engine = options.engine_factory(load_rules(rules_dirs, lang))()
+        ruleset = load_rules(rules_dirs, lang)
+        from .scan import _nearby_notes
+
+        _nearby_notes(ruleset)
+        engine = options.engine_factory(ruleset)()
         follower = Follower(targets, engine, options, state=state)
     except DDTriageError as exc:
         fail(str(exc))

@@ -92,6 +92,13 @@ class Counted(Protocol):
     def tallied(self, found: tuple[object, ...]) -> None: ...
 
 
+def nearby_notes(rules: RuleSet) -> list[tuple[str, str]]:
+    """(rules file, note) for each user rule whose `nearby` regex the compiled core cannot run, when
+    the core scans in this process (it keeps the timed Python path, with the same answers)."""
+    compile_nearby = core_nearby()
+    return rules.use_core(compile_nearby) if compile_nearby is not None else []
+
+
 @dataclass
 class Engine:
     """Everything compiled once per run (or per worker): rules, patterns, prefilter, resolver,
@@ -133,9 +140,11 @@ class Engine:
         if not self.fact_tier:
             self._literals, self._fact_literals = (*self._literals, *self._fact_literals), ()
         # Under the core, `nearby` regexes run in Rust's regex where they compile there (issue #17).
+        # Which do not is said on stderr (`nearby_notes`), not in the report: both engines' reports
+        # are the same.
         compile_nearby = core_nearby()
-        self._nearby_notes = [Skipped(origin, why) for origin, why in self.rules.use_core(compile_nearby)
-                              ] if compile_nearby is not None else []
+        if compile_nearby is not None:
+            self.rules.use_core(compile_nearby)
         self._fact_table = self.linkfacts.core_table() if self.fact_tier else ()
         self.prefilter = Prefilter(self._literals, self.prefilter_engine, fact_literals=self._fact_literals,
                                    fact_table=self._fact_table, proof_table=self.rules.recovery.core_table(),
@@ -205,9 +214,6 @@ class Engine:
         stats.files += 1
         stats.lines += counts.lines
         stats.bytes += counts.bytes
-        for note in self._nearby_notes:  # a user regex the core cannot run (the timed Python path runs it)
-            if note not in stats.notes:
-                stats.notes.append(note)
         for rule_id, why in self.rules.disabled.items():  # a user regex that ran out of time
             rule = self.rules.by_id[rule_id]
             if Skipped(rule.origin, why) not in stats.skipped:
