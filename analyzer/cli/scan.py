@@ -176,8 +176,7 @@ def scan(paths: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fail
                           follow=follow)
         show_bar = not quiet and sys.stderr is not None and sys.stderr.isatty()
         ruleset = load_rules(rules_dirs, lang)
-        if not quiet:
-            _nearby_notes(ruleset)
+        _nearby_notes(ruleset, quiet)
         analysis = analyze(targets, rules=ruleset, options=options, jobs=jobs,
                            progress=ProgressBar() if show_bar else Progress(), dask=dask_address)
     except DDTriageError as exc:
@@ -364,10 +363,11 @@ def _gate(analysis: Analysis, fail_on: str) -> bool:
     return analysis.summary.findings > 0
 
 
-def _nearby_notes(ruleset: Any) -> None:
+def _nearby_notes(ruleset: Any, quiet: bool = False) -> None:
     """A note on stderr for each user rule whose `nearby` regex the compiled core cannot run (it runs
     in the timed Python path, with the same answers): the engine's business, not the report's."""
     from ..detect.engine import nearby_notes
 
     for origin, why in nearby_notes(ruleset):
-        warn("note", f"{origin}: {why}")
+        if not quiet:
+            warn("note", f"{origin}: {why}")
