@@ -9,7 +9,7 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS
-from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, lang_option, load_rules, redact_options, rules_option
+from .base import EXIT_CLEAN, EXIT_FINDINGS, FAIL_ON, cli, fail, lang_option, load_rules, redact_options, rules_option
 from .outputs import resolve_outputs
 from .scan import _gate, _write, redacted
 
@@ -20,7 +20,7 @@ from .scan import _gate, _write, redacted
               help="Report format (default: text, or what each -o file's name says).")
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write the report here (repeatable; the format from a FORMAT: prefix or the name).")
-@click.option("--fail-on", type=click.Choice(["any", "unrecoverable", "ongoing", "never"]), default="any",
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="any",
               show_default=True,
               help="Which findings make the exit code 1.")
 @click.option("--quiet", "-q", is_flag=True, help="No warnings on stderr.")

@@ -22,6 +22,7 @@ from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
+    FAIL_ON,
     ClosedStream,
     Ratio,
     Size,
@@ -94,7 +95,7 @@ def reading_options(f: F) -> F:
 @click.option("--output", "-o", "outputs", multiple=True, metavar="[FORMAT:]FILE",
               help="Write a report here (repeatable; the scan runs once). The format comes from a FORMAT: "
                    "prefix, else the name (.sarif, .xml, .md, .json, .txt, .html), else --format; - is stdout.")
-@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "ongoing", "never"]), default="any",
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="any",
               show_default=True, help="Which findings make the exit code 1 (unrecoverable: not known to be "
               "recoverable; ongoing: in a burst no later line shows recovered; related: any finding or any "
               "related runtime/HCCL/HIXL/MindIE/... error).")

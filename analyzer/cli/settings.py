@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DDTriageError
+from .base import FAIL_ON
 
 LOCAL_NAME = ".ddtriage.toml"
 
@@ -40,7 +41,7 @@ class Key:
 
 
 KEYS: dict[str, Key] = {
-    "fail-on": Key("fail_on", "str", ("any", "unrecoverable", "ongoing", "never")),
+    "fail-on": Key("fail_on", "str", FAIL_ON),
     "format": Key("fmt", "str"),
     "outputs": Key("outputs", "outputs"),
     "rules": Key("rules_dirs", "paths"),

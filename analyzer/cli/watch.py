@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from ..core.errors import DDTriageError
-from .base import EXIT_CLEAN, EXIT_FINDINGS, Zone, cli, fail, lang_option, load_rules, rules_option, warn
+from .base import EXIT_CLEAN, EXIT_FINDINGS, FAIL_ON, Zone, cli, fail, lang_option, load_rules, rules_option, warn
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
@@ -48,7 +48,7 @@ VIEWS = ("live", "lines", EVENTS_FORMAT)
               "notifications (network file systems); automatic when notifications fail.")
 @click.option("--interval", type=click.FloatRange(0.05, 60), default=0.5, show_default=True, metavar="SECONDS",
               help="How often --poll looks.")
-@click.option("--fail-on", type=click.Choice(["related", "any", "unrecoverable", "never"]), default="any",
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="any",
               show_default=True, help="Which findings make the exit code 1, as for scan.")
 @click.option("--include", multiple=True, metavar="GLOB", help="Only logs whose path matches (as for scan).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip what matches (as for scan).")

@@ -168,6 +168,8 @@ def read_suppressions(path: str | Path, catalog: Catalog) -> list[Suppression]:
         raise KnownErrorsError(f"{path}: cannot read suppressions: {exc.strerror or exc}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise KnownErrorsError(f"{path}: not YAML: {str(exc).splitlines()[0]}") from None
+    except (ValueError, OverflowError) as exc:  # a value YAML cannot build: `expires: 2025-02-30`
+        raise KnownErrorsError(f"{path}: a value that cannot be read: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("suppressions"), list):
         raise KnownErrorsError(f"{path}: expected a mapping with a `suppressions` list")
     return [_suppression(raw, i, path, catalog) for i, raw in enumerate(doc["suppressions"], 1)]

@@ -17,6 +17,7 @@ archives any member whose path has a hidden part is skipped.
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -40,7 +41,12 @@ def compile_glob(glob: str) -> tuple[re.Pattern[str], bool] | None:
         if source.endswith(end):
             source = source[: -len(end)] + "(?:/|$)"
             break
-    return re.compile(source), bool(include)
+    with warnings.catch_warnings():  # `[[:alpha:]]` is a set holding `[`: re warns that may change
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            return re.compile(source), bool(include)
+        except re.error as exc:  # a range backwards (`[z-a]`): a ValueError the CLI names with its glob
+            raise ValueError(exc.msg) from None  # (its position is in the translation, not the glob)
 
 
 def _parts(name: str) -> list[str]:

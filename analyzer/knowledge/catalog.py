@@ -170,6 +170,8 @@ def _parse(data: bytes) -> bytes | _Kept:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise _InvalidYaml(problem, mark.line + 1 if mark is not None else None) from None
+    except (ValueError, OverflowError) as exc:  # a value YAML cannot build: `2025-02-30`, a date past year 9999
+        raise _InvalidYaml(f"a value that cannot be read: {exc}", None) from None
     try:
         held = marshal.dumps(parsed)
     except ValueError:
@@ -205,8 +207,8 @@ def read_yaml(path: Path) -> object:
     except _UnsafeYaml as exc:
         raise RuleError(f"{path}: line {exc.line}: unsafe YAML: {exc.problem}") from None
     except _InvalidYaml as exc:
-        where = f" line {exc.line}" if exc.line is not None else ""
-        raise RuleError(f"{path}:{where}: invalid YAML: {exc.problem}") from None
+        where = f" line {exc.line}:" if exc.line is not None else ""
+        raise RuleError(f"{path}:{where} invalid YAML: {exc.problem}") from None
     except RecursionError:  # nesting in flow style that the composer never sees (`[[[[...`)
         raise RuleError(f"{path}: invalid YAML: nested too deeply") from None
 

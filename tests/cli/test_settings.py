@@ -68,7 +68,7 @@ def test_pyproject_table_paths_relative_to_the_file_and_the_config_command(proje
 
 
 @pytest.mark.parametrize("text, message", [
-    ('fail-on = "sometimes"\n', "fail-on: must be one of any, unrecoverable, ongoing, never"),
+    ('fail-on = "sometimes"\n', "fail-on: must be one of related, any, unrecoverable, ongoing, never"),
     ('exclude = "*.log"\n', "exclude: must be a list of strings"),
     ('colour = true\n', "unknown setting(s): colour"),
     ('fail-on = \n', "not valid TOML"),
@@ -102,3 +102,18 @@ def test_config_rules_dirs_are_relative_to_the_file(project):
     code, out, err = run("scan", RUN1, "--format", "json")
     assert code == 1, err
     assert [f["rule"] for f in json.loads(out)["findings"] if f["code"] == "0x5010B001"] == ["my-pull-timeout"]
+
+
+@pytest.mark.parametrize("value", ["related", "any", "unrecoverable", "ongoing", "never"])
+def test_every_fail_on_the_option_takes_the_config_and_each_command_take(project, value):
+    # the config once refused `related`, merge refused it too, and watch refused `ongoing`: four lists
+    (project / ".ddtriage.toml").write_text(f'fail-on = "{value}"\n')
+    code, _, err = run("scan", RUN1, "--format", "json")
+    assert code == (0 if value == "never" else 1), err
+    assert run("config")[0] == 0
+    report = project / "r.json"
+    run("scan", RUN1, "--format", "json", "-o", report)
+    merged = CliRunner().invoke(cli, ["merge", str(report), "--fail-on", value, "-q", "--format", "json"])
+    assert merged.exit_code == (0 if value == "never" else 1), merged.output
+    watched = CliRunner().invoke(cli, ["watch", "-", "--fail-on", value, "--format", "lines"], input="")
+    assert watched.exit_code == 0, watched.output  # an empty stream: nothing to fail on

@@ -1,0 +1,53 @@
+"""Bad input a user writes gets one line naming the file (or glob) and the reason, exit 2: never
+"internal error". A red-team pass found these reaching the user as internal errors."""
+
+from __future__ import annotations
+
+import pytest
+from analyzer.cli import cli
+from click.testing import CliRunner
+
+CODE_LINE = ("[ERROR] GE(1234,python3):2025-11-12-03:40:05.101.002 [llm_datadist.cc:100]1234 PullKvCache: failed, "
+             "ret = 0x5010B001\n")
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def log(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.log").write_text(CODE_LINE)
+    return "p.log"
+
+
+def test_an_impossible_date_in_a_suppressions_file(log, tmp_path):
+    (tmp_path / "s.yaml").write_text("suppressions:\n  - code: 0x5010B001\n    reason: x\n    expires: 2025-02-30\n")
+    result = run("scan", log, "--suppressions", "s.yaml", "-q")
+    assert result.exit_code == 2
+    assert result.stderr == "ddtriage: error: s.yaml: a value that cannot be read: day is out of range for month\n"
+
+
+@pytest.mark.parametrize("command", [("scan", "p.log", "--rules", "r", "-q"), ("rules", "check", "r")])
+def test_an_impossible_date_in_a_rules_file(log, tmp_path, command):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "a.yaml").write_text("rules:\n  - id: x-y\n    description: 2025-02-30\n")
+    result = run(*command)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("ddtriage: error: r/a.yaml: invalid YAML: a value that cannot be read: day is out")
+    assert "internal error" not in result.stderr
+
+
+@pytest.mark.parametrize("option", ["--exclude", "--include"])
+def test_a_glob_with_a_backward_range(log, option):
+    result = run("scan", log, option, "[z-a]", "-q")
+    assert result.exit_code == 2
+    assert result.stderr == "ddtriage: error: glob '[z-a]': bad character range z-a\n"
+
+
+def test_a_glob_with_a_bracket_in_a_set_warns_nothing_raw(log, recwarn):
+    # Python's `re` warned (FutureWarning, with ddtriage's own source line) on the `[[` of the translation
+    result = run("scan", log, "--include", "[[:alpha:]]", "--fail-on", "never", "--allow-empty")
+    assert result.exit_code == 0
+    assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
