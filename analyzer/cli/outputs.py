@@ -36,6 +36,9 @@ def resolve_outputs(fmt: str | None, outputs: tuple[str, ...] | list[str]) -> li
         if sep and prefix in WRITERS and rest:
             resolved.append(Output(prefix, rest))
             continue
+        if sep and prefix in WRITERS:
+            raise click.UsageError(f"-o {raw}: no file after the format; write {prefix}:FILE ({prefix}:- for "
+                                   "standard output)")
         _check_name(raw, fmt, prefix if sep and rest else None)
         if len(outputs) == 1 and fmt:
             resolved.append(Output(fmt, raw))
@@ -49,10 +52,12 @@ def resolve_outputs(fmt: str | None, outputs: tuple[str, ...] | list[str]) -> li
         ending = os.path.splitext(out.path)[1].lower()
         if ending in _HTML and out.fmt != "html":
             raise click.UsageError(f"-o {out.path}: an {ending} name gets the HTML report, not {out.fmt}")
-    paths = [o.path for o in resolved]
-    twice = sorted({p for p in paths if paths.count(p) > 1})
+    # the same file however it is spelled (`r.json`, `./r.json`, an absolute path): one would overwrite the other
+    paths = [o.path if o.path == "-" else os.path.realpath(o.path) for o in resolved]
+    twice = [o.path for o, p in zip(resolved, paths, strict=True) if paths.count(p) > 1]
     if twice:
-        raise click.UsageError(f"-o {twice[0]}: given more than once")
+        raise click.UsageError(f"-o {twice[-1]}: given more than once" + (
+            f" (as {twice[0]})" if twice[0] != twice[-1] else ""))
     return resolved
 
 

@@ -88,6 +88,14 @@ def reading_options(f: F) -> F:
     return f
 
 
+def _a_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--write-baseline -` is refused (`--baseline -` reads standard input; standard output holds
+    the report): a baseline is written to a file."""
+    if value == "-":
+        raise click.BadParameter("a baseline is written to a file; name one")
+    return value
+
+
 @cli.command()
 @click.argument("paths", nargs=-1)
 @click.option("--format", "fmt", type=click.Choice(sorted(WRITERS)), default=None,
@@ -111,7 +119,7 @@ def reading_options(f: F) -> F:
 @click.option("--allow-empty", is_flag=True, help="Exit 0 (not 2) when no file was read at all.")
 @click.option("--baseline", "baseline", metavar="FILE", type=click.Path(dir_okay=False),
               help="Report (and fail on) only findings whose fingerprint this baseline does not hold.")
-@click.option("--write-baseline", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--write-baseline", metavar="FILE", type=click.Path(dir_okay=False), callback=_a_file,
               help="Record every finding of this scan by fingerprint, for a later --baseline.")
 @click.option("--suppressions", metavar="FILE", type=click.Path(dir_okay=False),
               help="YAML list of known errors to hide (rule, code or fingerprint; reason; optional expires).")

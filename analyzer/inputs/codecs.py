@@ -33,6 +33,9 @@ class Codec:
     concatenated: bool = True  # another stream may follow the first (gzip members); raw deflate: no
     # what the format's own header allows, where a lenient decoder (ISA-L) accepts more
     header_ok: Callable[[bytes], bool] | None = None
+    # how another stream starts (its magic bytes): anything else after a whole stream is trailing
+    # bytes, ignored with a note (as `gzip -d` does: "trailing garbage ignored"); empty: not told
+    starts: tuple[bytes, ...] = ()
 
 
 class Decompressed(io.RawIOBase):
@@ -55,6 +58,7 @@ class Decompressed(io.RawIOBase):
         self._flushed = False
         self._capped = False  # the last call returned as much as it was allowed to
         self._pending_error: BaseException | None = None
+        self.trailing = False  # bytes that start no stream followed the last whole one (ignored)
 
     def readable(self) -> bool:
         return True
@@ -78,6 +82,9 @@ class Decompressed(io.RawIOBase):
                     rest = self._feed()
                 if not rest or not rest.strip(b"\x00"):
                     return b""  # clean end (gzip may be followed by zero padding)
+                if self.codec.starts and not self._starts_stream(rest):
+                    self.trailing = True
+                    return b""
                 self._obj = self.codec.new()  # the next gzip member or bzip2/xz/zstd stream
                 self._input = rest
                 continue
@@ -116,6 +123,17 @@ class Decompressed(io.RawIOBase):
                 self._capped = len(out) >= size
             if out:
                 return out
+
+    def _starts_stream(self, rest: bytes) -> bool:
+        """Whether `rest` (bytes after a whole stream) starts another one; read on while too short to tell."""
+        longest = max(map(len, self.codec.starts))
+        while len(rest) < longest:
+            more = self._feed()
+            if not more:
+                break
+            rest += more
+        self._input = rest
+        return rest.startswith(self.codec.starts)
 
     def widen(self) -> None:
         """Feed more per call (1 MiB), for a reader in another thread: each call then inflates

@@ -142,12 +142,15 @@ def _decodes(codec: Codec, head: bytes) -> bool:
 
 # -- THE table: tried in this order; the last row always matches ----------------------------------
 FORMATS: tuple[Format, ...] = (
-    Format("gzip", _magic(b"\x1f\x8b"), (".gz",), (".tgz",), codec=Codec(_gzip, header_ok=_gzip_header_ok)),
-    Format("bzip2", _is_bzip2, (".bz2",), (".tbz2",), codec=Codec(bz2.BZ2Decompressor)),
-    Format("xz", _magic(b"\xfd7zXZ\x00"), (".xz",), (".txz",), codec=Codec(lzma.LZMADecompressor)),
-    # zstd cannot cap its output per call, so it is fed less.
+    Format("gzip", _magic(b"\x1f\x8b"), (".gz",), (".tgz",),
+           codec=Codec(_gzip, header_ok=_gzip_header_ok, starts=(b"\x1f\x8b",))),
+    Format("bzip2", _is_bzip2, (".bz2",), (".tbz2",), codec=Codec(bz2.BZ2Decompressor, starts=(b"BZh",))),
+    Format("xz", _magic(b"\xfd7zXZ\x00"), (".xz",), (".txz",),
+           codec=Codec(lzma.LZMADecompressor, starts=(b"\xfd7zXZ\x00",))),
+    # zstd cannot cap its output per call, so it is fed less. A frame or a skippable frame follows a frame.
     Format("zstd", _magic(b"\x28\xb5\x2f\xfd"), (".zst", ".zstd"),
-           codec=Codec(_zstd_decompressor, feed=1 << 9, bounded=False)),
+           codec=Codec(_zstd_decompressor, feed=1 << 9, bounded=False,
+                       starts=(b"\x28\xb5\x2f\xfd", *(bytes([0x50 + i, 0x2A, 0x4D, 0x18]) for i in range(16))))),
     Format("zip", _magic(b"PK\x03\x04", b"PK\x05\x06"), (".zip",), walk=archives.walk_zip),
     Format("tar", _is_tar, (".tar",), walk=archives.walk_tar),
     # Compressed archives no stdlib module opens: read as text they hold no visible code, and a

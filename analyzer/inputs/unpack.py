@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..core.records import Skipped
-from .codecs import Decompressed, Utf16ToUtf8
+from .codecs import Codec, Decompressed, Utf16ToUtf8
 from .formats import SNIFF_BYTES, detect, lookalike_note
 from .names import printable
 from .own import OWN_REPORT_HEAD, left_out_reason, own_document
@@ -103,6 +103,21 @@ class Unpacker:
         finally:
             self._mtimes.pop()
 
+    def _decompressed(self, name: str, stream: SafeStream, kind: str, codec: Codec, budget: Budget,
+                      depth: int) -> Iterator[Leaf]:
+        """The layer inside a compressed stream."""
+        try:
+            inner = Decompressed(stream, codec)
+        except LimitExceeded as exc:  # e.g. the codec's library is not installed
+            self.skip(name, str(exc))
+            return
+        # The file's own compression is inflated ahead in a thread (a big .gz: decompression
+        # and scanning overlap). Not a nested layer: one thread per input is enough.
+        layer: Reader = ReadAhead(inner, inner.widen) if depth == 0 and READ_AHEAD else inner
+        yield from self._expand(name, SafeStream(layer, budget, lambda: inner.consumed), budget, depth + 1, None)
+        if inner.trailing:  # every line was read: a note, not a skipped input
+            self.note(name, f"bytes after the end of the {kind} data ignored (trailing garbage)")
+
     # -- one layer ----------------------------------------------------------------------------------
     def _expand(self, name: str, stream: SafeStream, budget: Budget, depth: int, path: str | None) -> Iterator[Leaf]:
         if depth > MAX_LAYERS:  # compressions of compressions (a gzip quine never ends)
@@ -122,15 +137,7 @@ class Unpacker:
             if fake:  # nothing is lost: the bytes are scanned as they are
                 self.note(name, fake)
         if fmt.codec is not None:
-            try:
-                inner = Decompressed(stream, fmt.codec)
-            except LimitExceeded as exc:  # e.g. the codec's library is not installed
-                self.skip(name, str(exc))
-                return
-            # The file's own compression is inflated ahead in a thread (a big .gz: decompression
-            # and scanning overlap). Not a nested layer: one thread per input is enough.
-            layer: Reader = ReadAhead(inner, inner.widen) if depth == 0 and READ_AHEAD else inner
-            yield from self._expand(name, SafeStream(layer, budget, lambda: inner.consumed), budget, depth + 1, None)
+            yield from self._decompressed(name, stream, fmt.name, fmt.codec, budget, depth)
             return
         if fmt.walk is not None:
             if self._archives > MAX_DEPTH:

@@ -72,3 +72,17 @@ def test_existing_file_that_is_not_a_report_is_refused_even_if_it_holds_no_code(
     assert result.exit_code == 2
     assert f"it is the input {notes} (in the scanned folder {bundle}), not a ddtriage report" in result.stderr
     assert notes.read_text() == "# my notes\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-o", "html:"], "-o html:: no file after the format; write html:FILE (html:- for standard output)"),
+    (["-o", "r.json", "-o", "sarif:./r.json"], "-o ./r.json: given more than once (as r.json)"),
+    (["--write-baseline", "-"], "a baseline is written to a file; name one"),
+])
+def test_an_output_that_is_no_file_or_the_same_file_twice_is_a_usage_error(bundle, tmp_path, monkeypatch, args, message):
+    # `-o html:` once wrote a text report into a file named `html:`, two spellings of one file let the
+    # last report win, and `--write-baseline -` wrote a file named `-`
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["scan", str(bundle), *args], catch_exceptions=False)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # nothing written

@@ -438,3 +438,25 @@ def test_utf16_big_endian_lone_surrogate(tmp_path):
     code, report, stderr = scan_cli(log)
     assert marks(report) == [1, 2, 3], stderr
     assert code == 1
+
+
+@pytest.mark.parametrize("ext", ["gz", "bz2", "xz", "zst"])
+def test_bytes_after_the_compressed_data_are_a_note_not_a_skipped_input(tmp_path, ext):
+    # `gzip -d` says "trailing garbage ignored"; every line was read, yet the file was listed as skipped
+    # (cut off) and --strict failed
+    path = tmp_path / f"app.log.{ext}"
+    path.write_bytes(COMPRESSORS[ext](planted(1) + planted(2)) + b"garbage after it\n")
+    code, report, _ = scan_cli(path, "--strict", "--fail-on", "never")
+    assert code == 0 and marks(report) == [1, 2]
+    assert reasons(report) == []
+    names = {"gz": "gzip", "bz2": "bzip2", "xz": "xz", "zst": "zstd"}
+    assert reasons(report, "notes") == [f"{path}: bytes after the end of the {names[ext]} data ignored (trailing garbage)"]
+
+
+def test_a_second_gzip_member_cut_off_is_still_a_skipped_input(tmp_path):
+    path = tmp_path / "app.log.gz"
+    path.write_bytes(gzip.compress(planted(1)) + gzip.compress(planted(2) * 50)[:30])
+    code, report, _ = scan_cli(path, "--fail-on", "never")
+    assert marks(report) == [1]
+    assert reasons(report) == [f"{path}: stopped after 1 lines: compressed file ended before the end-of-stream "
+                               "marker was reached"]
