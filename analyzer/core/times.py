@@ -84,7 +84,8 @@ def window_bound(when: datetime | None, tz: tzinfo | None) -> datetime | None:
 
 def utc_text(when: datetime, fraction: bool) -> str:
     """`2025-11-11T19:40:05.101002Z`: naive UTC as printed in reports, the precision kept."""
-    return when.strftime("%Y-%m-%dT%H:%M:%S" + (".%f" if fraction else "")) + "Z"
+    # isoformat, not strftime: %Y prints year 1 as `1`, not `0001`
+    return when.replace(tzinfo=None).isoformat(timespec="microseconds" if fraction else "seconds") + "Z"
 
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -153,7 +154,21 @@ def _utc(pa: Any, stamps: Any) -> Any:
     pc = pa.compute
     zoned = pc.match_substring_regex(stamps, r"(Z|[+-]\d\d:?\d\d)$")
     text = pc.if_else(pc.fill_null(zoned, True), stamps, pc.binary_join_element_wise(stamps, "Z", ""))
-    return pc.cast(pc.replace_substring(text, " ", "T", max_replacements=1), pa.timestamp("us", tz="UTC"))
+    text = pc.replace_substring(text, " ", "T", max_replacements=1)
+    try:
+        return pc.cast(text, pa.timestamp("us", tz="UTC"))
+    except pa.ArrowInvalid:  # a stamp a log printed that is no real time (Feb 30, 25:61): null there
+        return pc.cast(pa.array([s if s is None or _real(s) else None for s in text.to_pylist()], pa.string()),
+                       pa.timestamp("us", tz="UTC"))
+
+
+def _real(stamp: str) -> bool:
+    """Whether an ISO 8601 stamp names a real moment (Arrow reads it)."""
+    try:
+        datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _to_pandas(table: Any) -> pd.DataFrame:

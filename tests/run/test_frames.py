@@ -227,3 +227,26 @@ def test_readme_lists_every_frames_columns():
     for row in re.findall(r"^\| `(\w+)` \|[^|]*\| (.+) \|$", section, flags=re.M):
         listed[row[0]] = tuple(re.findall(r"`(\w+)`", row[1]))
     assert listed == frame_columns()
+
+
+def test_a_stamp_that_is_no_real_time_is_nat_not_an_error(tmp_path):
+    # a log printed Feb 29 of 2025, 25:61:61 and month 13: the report passes them on as printed, and
+    # the frames once failed whole (pyarrow ArrowInvalid) on them
+    log = tmp_path / "ts.log"
+    log.write_text("".join(
+        f"[ERROR] GE(1234,python3):{t} [llm_datadist.cc:100]1234 PullKvCache: failed, ret = 0x5010B001\n"
+        for t in ("2025-02-29-03:40:05.101.002", "2025-11-12-25:61:61.101.002", "2025-11-12-03:40:05.101.002")))
+    findings = analyze([str(log)]).frames()["findings"]
+    times = findings["timestamp"].tolist()
+    assert times[0] is pd.NaT and times[1] is pd.NaT
+    assert str(times[2]) == "2025-11-12 03:40:05.101002+00:00"
+
+
+def test_a_year_below_1000_is_printed_with_four_digits():
+    from datetime import datetime
+
+    from analyzer.core.times import utc_text
+
+    assert utc_text(datetime(1, 1, 1, 12), False) == "0001-01-01T12:00:00Z"
+    assert utc_text(datetime(2025, 11, 12, 3, 40, 5, 101002), True) == "2025-11-12T03:40:05.101002Z"
+    assert utc_text(datetime(2025, 11, 12, 3, 40, 5), True) == "2025-11-12T03:40:05.000000Z"
