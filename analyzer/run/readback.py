@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..core.errors import InputError
 from ..core.records import Skipped
 from ..inputs import READ_ERRORS, Limits, Selection, Unpacker, iter_sources
+from ..inputs.names import real_name
 from ..inputs.streams import Reader
 from ..scan.blocks import decode
 
@@ -79,7 +80,7 @@ def _ranges_of(asks: list[tuple[str, int, int]], limits: Limits | None,
     found: dict[str, list[tuple[int, str]]] = {}
     for outer, members in by_outer.items():
         skipped: list[Skipped] = []
-        sources = list(iter_sources([outer], skipped))
+        sources = list(iter_sources([real_name(outer)], skipped))  # a name shown with `\xNN`: its file
         if not sources:
             reason = skipped[0].reason if skipped else "cannot be read"
             raise InputError(f"{outer}: {reason}")

@@ -369,7 +369,26 @@ def test_names_that_are_not_utf8(tmp_path):
         assert result.exit_code == 1, result.output
     report = json.loads(CliRunner().invoke(cli, ["scan", str(tmp_path), "--format", "json"]).stdout)
     sources = sorted(f["source"].rsplit("/", 1)[-1] for f in report["findings"])
-    assert len(sources) == 2 and any("\ufffd" in s for s in sources)
+    assert len(sources) == 2 and "plog-\\xff\\xfe_20251112.log" in sources  # each byte that is not UTF-8 as \xNN
+
+
+def test_names_whose_bytes_differ_stay_apart_and_can_be_read_back(tmp_path, monkeypatch):
+    # `lat\xe9.log` and `lat\xe8.log` (latin-1 names) were both shown `lat\ufffd.log`, and `tab\there.log`
+    # as `tab?here.log`: their findings fell into one burst, and -C and `show` found no such file
+    monkeypatch.chdir(tmp_path)
+    os.mkdir(b"nu")
+    for name in (b"lat\xe9.log", b"lat\xe8.log", b"tab\there.log"):
+        with open(b"nu/" + name, "wb") as handle:
+            handle.write(b"before\n" + LOG.splitlines(keepends=True)[1] + b"after\n")
+    code, report, _ = scan_cli("nu")
+    assert sorted({f["source"] for f in report["findings"]}) == [
+        "nu/lat\\xe8.log", "nu/lat\\xe9.log", "nu/tab\\x09here.log"]
+    assert len(report["summary"]["bursts"]) == 3
+    shown = CliRunner().invoke(cli, ["show", "nu/lat\\xe9.log:1-3"])
+    assert shown.exit_code == 0 and "before" in shown.stdout and "after" in shown.stdout, shown.output
+    context = CliRunner().invoke(cli, ["scan", "nu/tab\\x09here.log".replace("\\x09", "\t"), "-C", "1",
+                                       "--fail-on", "never", "--no-pager"])
+    assert "before" in context.stdout and "after" in context.stdout, context.output
 
 
 def test_zstd_bomb_is_stopped_too(tmp_path):
