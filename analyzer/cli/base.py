@@ -27,9 +27,6 @@ if TYPE_CHECKING:
     from ..knowledge.rules import RuleSet
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-# What `--fail-on` (and `fail-on` in .ddtriage.toml) takes, for every command that gates: findings or
-# related errors, any finding, unrecoverable ones, ongoing ones (not recovered), or never.
-FAIL_ON = ("related", "any", "unrecoverable", "ongoing", "never")
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
 MISSING = "no such file or directory"
 

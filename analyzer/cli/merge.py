@@ -9,9 +9,10 @@ import click
 
 from ..core.errors import DDTriageError
 from ..writers import WRITERS
-from .base import EXIT_CLEAN, EXIT_FINDINGS, FAIL_ON, cli, fail, lang_option, load_rules, redact_options, rules_option
+from .base import EXIT_CLEAN, EXIT_FINDINGS, cli, fail, lang_option, load_rules, redact_options, rules_option
 from .outputs import resolve_outputs
 from .scan import _gate, _write, redacted
+from .settings import FAIL_ON
 
 
 @cli.command()

@@ -22,7 +22,6 @@ from .base import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
-    FAIL_ON,
     ClosedStream,
     Ratio,
     Size,
@@ -40,6 +39,7 @@ from .base import (
 )
 from .output import atomic_file, paths_in_error, refusal
 from .outputs import Output, resolve_outputs
+from .settings import FAIL_ON
 
 F = TypeVar("F", bound=Callable[..., Any])
 

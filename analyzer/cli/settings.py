@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DDTriageError
-from .base import FAIL_ON
 
 LOCAL_NAME = ".ddtriage.toml"
 
@@ -39,6 +38,10 @@ class Key:
     kind: str  # str | bool | int | strs | path | paths | outputs
     choices: tuple[str, ...] = ()
 
+
+# What `--fail-on` (and `fail-on` here) takes, for every command that gates: findings or related
+# errors, any finding, unrecoverable ones, ongoing ones (not recovered), or never.
+FAIL_ON = ("related", "any", "unrecoverable", "ongoing", "never")
 
 KEYS: dict[str, Key] = {
     "fail-on": Key("fail_on", "str", FAIL_ON),

@@ -22,7 +22,8 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from ..core.errors import DDTriageError
-from .base import EXIT_CLEAN, EXIT_FINDINGS, FAIL_ON, Zone, cli, fail, lang_option, load_rules, rules_option, warn
+from .base import EXIT_CLEAN, EXIT_FINDINGS, Zone, cli, fail, lang_option, load_rules, rules_option, warn
+from .settings import FAIL_ON
 
 if TYPE_CHECKING:
     from ..run.analysis import Analysis
