@@ -171,6 +171,29 @@ def detect(head: bytes, name: str = "") -> Format:
     return next(f for f in FORMATS if f.test(head, name) and (f.codec is None or _decodes(f.codec, head)))
 
 
+ZIP_END = b"PK\x05\x06"  # a zip's end-of-central-directory record: 22 bytes and its comment, last in the file
+
+
+def zip_after_prefix(head: bytes, name: str, path: str | None) -> bool:
+    """Whether a regular file that does not start like a zip ends like one: a self-extracting zip,
+    or a zip with a header put before it (zip readers, `unzip` too, find its members from its end).
+    Asked only of a name ending `.zip`, or of a head that is not text (a NUL, an executable's
+    magic): a plain log costs no extra read."""
+    if path is None or not (name.lower().endswith(".zip") or b"\x00" in head or head.startswith((b"MZ", b"\x7fELF"))):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            tail = min(size, 22 + 0xFFFF)
+            handle.seek(size - tail)
+            data = handle.read(tail)
+    except OSError:
+        return False
+    at = data.rfind(ZIP_END)
+    # the record's comment (its length at offset 20) must reach exactly to the file's end
+    return at != -1 and len(data) - at >= 22 and at + 22 + int.from_bytes(data[at + 20:at + 22], "little") == len(data)
+
+
 def lookalike(head: bytes, name: str = "") -> str | None:
     """The compression whose magic bytes `head` starts with but whose decoder refuses it, if any."""
     return next((f.name for f in FORMATS if f.codec is not None and f.test(head, name)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from ..core.records import Skipped
 from .codecs import Codec, Decompressed, Utf16ToUtf8
-from .formats import SNIFF_BYTES, detect, lookalike_note
+from .formats import BY_NAME, SNIFF_BYTES, detect, lookalike_note, zip_after_prefix
 from .names import printable
 from .own import OWN_REPORT_HEAD, left_out_reason, own_document
 from .readahead import ReadAhead
@@ -129,6 +129,9 @@ class Unpacker:
             self.skip(name, str(exc))
             return
         fmt = detect(head, name)
+        if fmt.name == "text" and depth == 0 and zip_after_prefix(head, name, path):
+            fmt = BY_NAME["zip"]
+            self.note(name, "a zip archive after other bytes (a self-extracting zip?): read as a zip")
         if fmt.unsupported is not None:
             self.skip(name, fmt.unsupported)
             return

@@ -36,7 +36,7 @@ from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
 from ..inputs import SafeStream, Source, sniff, unpack, year_hint
-from ..inputs.formats import SNIFF_BYTES, lookalike
+from ..inputs.formats import SNIFF_BYTES, lookalike, zip_after_prefix
 from ..inputs.own import OWN_REPORT_HEAD, own_document
 from ..knowledge.envelopes import HEAD_BYTES, EnvelopeTable
 from ..scan import blocks
@@ -136,7 +136,9 @@ def is_plain(path: str) -> bool:
             if sniff(SafeStream(handle)) != "text":
                 return False
             handle.seek(0)
-            return own_document(handle.read(OWN_REPORT_HEAD)) is None
+            head = handle.read(max(OWN_REPORT_HEAD, SNIFF_BYTES))
+            # a zip after other bytes is an archive (the unpacker walks it), not text to cut
+            return own_document(head[:OWN_REPORT_HEAD]) is None and not zip_after_prefix(head[:SNIFF_BYTES], path, path)
     except OSError:
         return False
 

@@ -223,3 +223,35 @@ def test_code_straddling_a_long_line_fragment_cut_is_found_once(tmp_path):
             out.write(planted)
             out.write(b"y" * (1 << 20) + b"\n")
         assert numbers(scan_json(log)[1]) == [7], across
+
+
+@pytest.mark.parametrize("prefix, name", [(b"#!/bin/sh\nexit 0\n", "bundle.zip"), (b"MZ\x90\x00" + bytes(300), "setup.exe"),
+                                          (b"\x7fELF" + bytes(60), "unzipsfx")])
+def test_a_zip_after_other_bytes_is_read_as_a_zip_with_a_note(tmp_path, prefix, name):
+    # a self-extracting zip, or a header put before a zip: zipfile and unzip read it from its end; it was
+    # read as plain text, its members lost without a word
+    import io
+    import zipfile
+
+    from planted import marks, planted, reasons
+    from planted import scan as scan_cli
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("node-1/app.log", planted(1) + planted(2))
+        archive.comment = b"made by a test"
+    path = tmp_path / name
+    path.write_bytes(prefix + buf.getvalue())
+    code, report, _ = scan_cli(path)
+    assert marks(report) == [1, 2]
+    assert reasons(report, "notes") == [f"{path}: a zip archive after other bytes (a self-extracting zip?): read as a zip"]
+
+
+def test_a_plain_log_named_zip_is_still_read_as_text(tmp_path):
+    from planted import marks, planted
+    from planted import scan as scan_cli
+
+    path = tmp_path / "not-really.zip"
+    path.write_bytes(planted(1) + b"PK\x05\x06 but no record\n")
+    code, report, _ = scan_cli(path)
+    assert marks(report) == [1]
