@@ -56,7 +56,7 @@ from ..inputs.names import printable
 from ..inputs.sources import Source
 from ..knowledge.envelopes import HEAD_BYTES
 from ..scan.blocks import HISTORY_BYTES
-from ..scan.reassembly import MAX_GROUP, waiting_parts
+from ..scan.reassembly import MAX_GROUP, OpenRecord, waiting_parts
 from .analysis import Analysis
 from .api import Options, analyze_snippet
 from .finish import finish_run
@@ -304,8 +304,19 @@ class Follower:
         kind = found[0].partial if found else None
         if not kind:
             return 0
-        if kind == "csv":  # an open quote is told from the record's start: the whole range
-            return waiting_parts(_read_at(handle, start, end - start), kind)
+        if kind == "csv":  # an open quote is told from the record's start: the whole range, a MiB at a time
+            record, carry, pos = OpenRecord(), b"", start
+            handle.seek(start)
+            while pos < end:
+                piece = handle.read(min(1 << 20, end - pos))
+                if not piece:
+                    break
+                pos += len(piece)
+                lines = (carry + piece).split(b"\n")
+                carry = lines.pop()
+                for line in lines:
+                    record.line(line)
+            return record.waiting
         back = min(end - start, MAX_GROUP + (1 << 16))  # trailing parts only, whole lines of them
         data = _read_at(handle, end - back, back)
         if back < end - start:

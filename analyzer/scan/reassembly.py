@@ -237,6 +237,31 @@ class _Chained(io.RawIOBase):
         return self.rest.read(-1 if size is None else size)
 
 
+class OpenRecord:
+    """A CSV stream read line by line (from a record's start): where a record whose quote is still
+    open began, as `Rejoined._csv_line` tells it (each `"` opens or closes a quote)."""
+
+    def __init__(self) -> None:
+        self.pos, self.opened, self.size, self.quotes = 0, -1, 0, 0
+
+    def line(self, line: bytes) -> None:
+        """The next line (without its newline)."""
+        n = line.count(b'"')
+        if self.opened < 0:
+            if n % 2:
+                self.opened, self.size, self.quotes = self.pos, len(line), n
+        else:
+            self.size, self.quotes = self.size + len(line), self.quotes + n
+            if self.quotes % 2 == 0 or self.size > MAX_GROUP:  # closed, or no record is this long
+                self.opened = -1
+        self.pos += len(line) + 1
+
+    @property
+    def waiting(self) -> int:
+        """The bytes from the open record's start to the last line read (0: none is open)."""
+        return 0 if self.opened < 0 else self.pos - self.opened
+
+
 def waiting_parts(data: bytes, kind: str) -> int:
     """How many bytes at the end of `data` (whole lines, from a record's start) belong to a logical
     line that is not whole yet: parts whose last part is still to be written (cri, docker,
@@ -245,18 +270,10 @@ def waiting_parts(data: bytes, kind: str) -> int:
     parts is scanned whole, as a scan of the finished file reads it. 0 past `MAX_GROUP` bytes,
     where `Rejoined` too gives up and takes the parts as they are."""
     if kind == "csv":
-        pos, opened, size, quotes = 0, -1, 0, 0
+        record = OpenRecord()
         for line in data.split(b"\n")[:-1]:
-            n = line.count(b'"')
-            if opened < 0:
-                if n % 2:
-                    opened, size, quotes = pos, len(line), n
-            else:
-                size, quotes = size + len(line), quotes + n
-                if quotes % 2 == 0 or size > MAX_GROUP:  # closed, or no record is this long (`_csv_line`)
-                    opened = -1
-            pos += len(line) + 1
-        return 0 if opened < 0 else len(data) - opened
+            record.line(line)
+        return record.waiting
     is_partial = Rejoined(cast(BinaryIO, io.BytesIO()), kind)._is_partial
     waiting = 0
     for line in reversed(data.split(b"\n")[:-1]):
