@@ -43,8 +43,10 @@ _CONTAINER_LOG_NAME = re.compile(r"(?<![\w.-])[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0
                                  r"(?=-[0-9a-f]{64}\.log)")
 # A request id where a line names one: `req_id = X`, `request id: X`, `req = X`; a list after
 # `req_id ` (the stories: `req_id 2051, 2063 failed`).
-_REQ = re.compile(r"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)"
-                  r"([A-Za-z0-9][A-Za-z0-9_\-]*(?:, [A-Za-z0-9][A-Za-z0-9_\-]*)*)")
+# Each value must look like an id (a digit or a `-` in it): `request failed, req_id = 2051` is not
+# the list `failed, req_id` after `request`, which hid the `req_id = 2051` after it.
+_ID = r"(?=[A-Za-z0-9_\-]*[\d\-])[A-Za-z0-9][A-Za-z0-9_\-]*"
+_REQ = re.compile(rf"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)({_ID}(?:, {_ID})*)")
 TOKEN_KINDS = ("ip", "node", "pod", "container", "user", "req")
 
 
@@ -124,6 +126,8 @@ class Redactor:
             return obj
         if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple record
             return cast(Any, obj)._make(self.value(v) for v in obj)
+        if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "req_id" and isinstance(obj[1], str):
+            return ("req_id", self.req(obj[1]))  # a link fact: a request id even when it is a bare number
         if isinstance(obj, (tuple, list, set, frozenset)):
             return type(obj)(self.value(v) for v in obj)
         if isinstance(obj, Counter):
@@ -131,9 +135,19 @@ class Redactor:
         if isinstance(obj, dict):  # keys are kinds and names of the tool's own (versions, roles)
             return {k: self.value(v) for k, v in obj.items()}
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            changes = {f.name: self.value(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
+            changes = {f.name: self.reqs(getattr(obj, f.name)) if f.name == "req_ids" else self.value(getattr(obj, f.name))
+                       for f in dataclasses.fields(obj) if f.init}
             return dataclasses.replace(obj, **changes)
         return obj
+
+    def req(self, value: str) -> str:
+        """A request id's token (a bare number too: the field says what it is)."""
+        return self.tokens.get(value) or self.text(value)
+
+    def reqs(self, values: Any) -> Any:
+        """A collection of request ids (`req_ids` of link facts and bursts), each as its token."""
+        return type(values)(self.req(v) for v in values) if isinstance(values, (set, frozenset, list, tuple)) \
+            else self.value(values)
 
 
 def collect(red: Redactor, analysis: Analysis) -> None:
@@ -165,6 +179,12 @@ def collect(red: Redactor, analysis: Analysis) -> None:
             red.harvest(t)
     for inc in analysis.summary.incidents:
         red.harvest(inc.story)
+    for near in analysis.unexplained:  # `scan --unexplained`: nodes, a source and an example line each
+        for node in near.nodes:
+            red.note("node", node)
+        red.harvest(near.source)
+        red.harvest(near.example)
+        red.harvest(near.template)
 
 
 def _note_finding(red: Redactor, f: Finding) -> None:
@@ -215,4 +235,5 @@ def redact(analysis: Analysis, key: str | None = None, also: Iterable[str] = ())
         summary=red.value(analysis.summary), known_errors=red.value(analysis.known_errors),
         related=red.value(analysis.related), proofs=red.value(analysis.proofs),
         links={red.text(node) if node else node: red.value(facts) for node, facts in analysis.links.items()},
-        context={(red.text(source), line): red.value(lines) for (source, line), lines in analysis.context.items()})
+        context={(red.text(source), line): red.value(lines) for (source, line), lines in analysis.context.items()},
+        unexplained=red.value(analysis.unexplained))

@@ -131,3 +131,38 @@ def test_kubelet_log_names_become_one_pod_token() -> None:
     red.harvest(path)
     red.freeze()
     assert red.text(path) == "/var/log/containers/pod-1-container-1.log"
+
+
+SAMPLE_LOGS = ROOT / "sample_logs"
+SECRETS = re.compile(r"10\.0\.[12]\.1[12]|prompt-node-1|decode-node-2")
+
+
+def test_the_unexplained_section_is_redacted_too(tmp_path: Path, monkeypatch) -> None:
+    # `--redact --unexplained` wrote the section's nodes, sources and example lines raw
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(SAMPLE_LOGS, tmp_path / "logs")
+    result = CliRunner().invoke(cli, ["scan", "logs", "--redact", "--unexplained", "-o", "r.json", "-o", "r.md",
+                                      "-o", "r.txt", "-q"], catch_exceptions=False)
+    assert result.exit_code == 1, result.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["unexplained"]  # the section is there
+    for name in ("r.json", "r.md", "r.txt"):
+        assert not SECRETS.findall((tmp_path / name).read_text()), name
+
+
+def test_numeric_request_ids_become_tokens_in_link_facts_and_in_text(tmp_path: Path, monkeypatch) -> None:
+    # link facts' req_ids and a finding's link req_id stayed raw numbers, and in `pull request failed,
+    # req_id = 2051` the list after `request` (`failed, req_id`) hid the id after it
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(SAMPLE_LOGS, tmp_path / "logs")
+    CliRunner().invoke(cli, ["scan", "logs", "--redact", "-o", "r.json", "-q"], catch_exceptions=False)
+    report = json.loads((tmp_path / "r.json").read_text())
+    req_ids = [v for link in report["links"] for v in link["req_ids"]]
+    assert req_ids and all(v.startswith("req-") for v in req_ids)
+    linked = [f["link"]["req_id"] for f in report["findings"] if f["link"].get("req_id")]
+    assert linked and all(v.startswith("req-") for v in linked)
+    assert not re.search(r"req_id = \d", (tmp_path / "r.json").read_text())
+    assert Redactor().text("pull request failed, req_id = 2051") == "pull request failed, req_id = 2051"  # none noted
+    red = Redactor()
+    red.harvest("pull request failed, req_id = 2051")
+    red.freeze()
+    assert red.text("pull request failed, req_id = 2051") == "pull request failed, req_id = req-1"
