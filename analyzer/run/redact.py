@@ -135,7 +135,7 @@ class Redactor:
         if isinstance(obj, dict):  # keys are kinds and names of the tool's own (versions, roles)
             return {k: self.value(v) for k, v in obj.items()}
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-            changes = {f.name: self.reqs(getattr(obj, f.name)) if f.name == "req_ids" else self.value(getattr(obj, f.name))
+            changes = {f.name: (self.reqs if f.name == "req_ids" else self.value)(getattr(obj, f.name))
                        for f in dataclasses.fields(obj) if f.init}
             return dataclasses.replace(obj, **changes)
         return obj
@@ -179,7 +179,12 @@ def collect(red: Redactor, analysis: Analysis) -> None:
             red.harvest(t)
     for inc in analysis.summary.incidents:
         red.harvest(inc.story)
-    for near in analysis.unexplained:  # `scan --unexplained`: nodes, a source and an example line each
+    _collect_unexplained(red, analysis)
+
+
+def _collect_unexplained(red: Redactor, analysis: Analysis) -> None:
+    """`scan --unexplained`: nodes, a source and an example line each."""
+    for near in analysis.unexplained:
         for node in near.nodes:
             red.note("node", node)
         red.harvest(near.source)
