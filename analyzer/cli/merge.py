@@ -3,6 +3,7 @@ into one report, as if everything had been scanned at once."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -40,6 +41,10 @@ def merge(parts: tuple[str, ...], fmt: str | None, outputs: tuple[str, ...], fai
     from ..run.merge_parts import merge_parts
 
     reports = resolve_outputs(fmt, outputs)
+    inputs = {os.path.realpath(p) for p in parts}
+    for report in reports:  # never a part: writing the merge would destroy what it merges
+        if report.path != "-" and os.path.realpath(report.path) in inputs:
+            fail(f"--output {report.path}: it is one of the parts merged; write the merged report elsewhere")
     warn = None if quiet else (lambda message: click.echo(f"ddtriage: warning: {message}", err=True))
     try:
         analysis = merge_parts(list(parts), load_rules(rules_dirs, lang), warn)

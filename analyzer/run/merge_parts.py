@@ -167,6 +167,8 @@ def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
     try:
         with open(path, "rb") as handle:
             magic = handle.read(4)
+        if not magic:
+            raise InputError(f"{path}: empty: not a ddtriage report")
         if magic == b"PAR1":
             return _read_parquet(path, sink, observed, texts)
         with open(path, encoding="utf-8") as text:
@@ -183,6 +185,8 @@ def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
     except (KeyError, TypeError, ValueError) as exc:
         kind = type(exc).__name__
         raise InputError(f"{path}: not a ddtriage JSON, JSONL or Parquet report ({kind}: {exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a ddtriage report (JSON nested too deeply)") from None
 
 
 def _loads(line: str, path: str, n: int) -> dict[str, Any]:
@@ -199,8 +203,10 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
                observed: Observed | None = None, texts: RuleTexts | None = None) -> InputStats:
     """A JSON report, streamed: its head up to the findings, then one finding per line."""
     head = ["{"]
+    opener = ""
     for line in text:
         if line.rstrip("\n") in (FINDINGS_OPEN, FINDINGS_OPEN + "]"):
+            opener = line.rstrip("\n")
             break
         head.append(line)
     else:
@@ -210,12 +216,20 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
         raise InputError(f"{path}: not a ddtriage JSON report")
     if observed is not None:
         observed.add_report(report.get("related") or [], report.get("links") or [], report.get("proofs"))
+    closed = opener.endswith("]")  # `"findings": []` on one line
+    ended = False
     for n, line in enumerate(text, len(head) + 1):
         item = line.strip().rstrip(",")
-        if item.startswith("{"):
+        if item.startswith("{") and not closed:
             found = _loads(item, path, n)
             if found.get("baseline") != "known":  # hidden by that scan's baseline
                 sink(finding_of(found, rules.catalog.is_generic, texts))
+        elif item == "]":
+            closed = True
+        elif item == "}" and closed:
+            ended = True
+    if not ended:  # a report written only in part (a full disk, a copy cut off): its findings are not all here
+        raise InputError(f"{path}: cut off before the end of its findings list: not a whole ddtriage report")
     return stats_from_dict(report["inputs"])
 
 

@@ -188,3 +188,27 @@ def test_a_parquet_part_holds_its_head_once_and_older_parts_still_merge(fleet, t
     assert pq.ParquetFile(old).schema_arrow.metadata[b"ddtriage"] == meta[b"ddtriage"]  # the older layout
     for fmt in ("json", "text"):
         assert invoke("merge", str(old), "--format", fmt).stdout == invoke("merge", str(new), "--format", fmt).stdout
+
+
+def test_a_part_cut_off_empty_or_nested_too_deeply_is_a_one_line_error(parts):
+    # a JSON report cut at a line inside its findings merged without a word (24 of 66 findings), a
+    # 0-byte file was an empty JSONL part, and deep nesting was an internal RecursionError
+    whole = (parts / "all.json").read_text().splitlines(keepends=True)
+    at = whole.index('  "findings": [\n')
+    (parts / "cut.json").write_text("".join(whole[:at + 24]))
+    (parts / "empty.json").write_text("")
+    (parts / "empty.parquet").write_bytes(b"")
+    (parts / "deep.json").write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    for name, says in (("cut.json", "cut off before the end of its findings list"), ("empty.json", "empty"),
+                       ("empty.parquet", "empty"), ("deep.json", "nested too deeply")):
+        code, out, err = merge(parts / "all.json", parts / name)
+        assert code == 2 and err.startswith(f"ddtriage: error: {parts / name}: ") and says in err, err
+    assert merge(parts / "all.json")[0] == 0  # the whole report still merges
+
+
+def test_merge_never_writes_over_one_of_its_parts(parts):
+    before = (parts / "d2.json").read_bytes()
+    result = CliRunner().invoke(cli, ["merge", str(parts / "d2.json"), str(parts / "all.json"), "-o",
+                                      str(parts / "d2.json")])
+    assert result.exit_code == 2 and "one of the parts merged" in result.stderr
+    assert (parts / "d2.json").read_bytes() == before
