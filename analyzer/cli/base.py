@@ -292,6 +292,16 @@ class Size(click.ParamType):
         return size
 
 
+class FiniteRange(click.FloatRange):
+    """`click.FloatRange` that refuses `nan` too (every comparison with it is false, so the range let it by)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 class Ratio(click.ParamType):
     """A finite number of at least 1 (`nan` and `inf` are refused)."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..core.errors import DDTriageError
-from .base import cli, fail, load_rules, rules_option, warn
+from .base import FiniteRange, cli, fail, load_rules, rules_option, warn
 from .scan import _selection, reading_options, selection_options
 
 
@@ -21,7 +21,7 @@ from .scan import _selection, reading_options, selection_options
               help="Templates listed (and drafted with --draft-rules).")
 @click.option("--max-templates", type=click.IntRange(10, 1_000_000), default=1000, show_default=True,
               help="Templates held at once (memory bound): past it the least seen one is dropped.")
-@click.option("--similarity", type=click.FloatRange(0.1, 1.0), default=0.5, show_default=True,
+@click.option("--similarity", type=FiniteRange(0.1, 1.0), default=0.5, show_default=True,
               help="Share of equal tokens a line needs to join a template.")
 @click.option("--draft-rules", "draft_dir", type=click.Path(file_okay=False, path_type=Path), metavar="DIR",
               help="Write DIR/neighbours.yaml: the families in effect plus one draft family per top template, "

@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from ..core.errors import DDTriageError
-from .base import EXIT_CLEAN, EXIT_FINDINGS, Zone, cli, fail, lang_option, load_rules, rules_option, warn
+from .base import EXIT_CLEAN, EXIT_FINDINGS, FiniteRange, Zone, cli, fail, lang_option, load_rules, rules_option, warn
 from .settings import FAIL_ON
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ VIEWS = ("live", "lines", EVENTS_FORMAT)
                    "restart reports nothing twice and misses nothing written while it was down.")
 @click.option("--poll", is_flag=True, help="Look for changes every --interval instead of waiting for file "
               "notifications (network file systems); automatic when notifications fail.")
-@click.option("--interval", type=click.FloatRange(0.05, 60), default=0.5, show_default=True, metavar="SECONDS",
+@click.option("--interval", type=FiniteRange(0.05, 60), default=0.5, show_default=True, metavar="SECONDS",
               help="How often --poll looks.")
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="any",
               show_default=True, help="Which findings make the exit code 1, as for scan.")

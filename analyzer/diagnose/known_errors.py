@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -199,7 +199,8 @@ def _suppression(raw: object, index: int, path: str | Path, catalog: Catalog) ->
             expires = date.fromisoformat(expires)
         except ValueError:
             raise KnownErrorsError(f"{where}: expires: {expires!r} is not a date like 2026-03-01") from None
-    if expires is not None and not isinstance(expires, date):
+    if expires is not None and (not isinstance(expires, date) or isinstance(expires, datetime)):
+        # (YAML reads `2020-01-01T10:00:00` as a datetime, which a day cannot be compared with)
         raise KnownErrorsError(f"{where}: expires: must be a date like 2026-03-01")
     return Suppression(index, " ".join(reason.split()), str(raw["rule"]) if raw.get("rule") else None, code,
                        str(raw["fingerprint"]) if raw.get("fingerprint") else None, expires)

@@ -291,8 +291,9 @@ class Catalog:
             if upper in named.all_names:
                 return named.value & 0xFFFFFFFF, named
         try:
-            # xLLM's hex without `0x` (`5010b007`, `ffffffff`) as well as 0x-hex and decimal
-            bare = re.fullmatch(r"(?i)5010b0[0-9a-f]{2}|f{8}", token)
+            # hex without `0x` (xLLM's `5010b007`, `ffffffff`, `0007BCAD`: any hex with a letter in it)
+            # as well as 0x-hex and decimal (digits only stay decimal: 507053 is that number)
+            bare = re.fullmatch(r"(?i)(?=[0-9]*[a-f])[0-9a-f]{1,8}", token)
             value = int(token, 16) if bare else int(token, 0)
         except ValueError:
             return None

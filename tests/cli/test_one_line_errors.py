@@ -51,3 +51,24 @@ def test_a_glob_with_a_bracket_in_a_set_warns_nothing_raw(log, recwarn):
     result = run("scan", log, "--include", "[[:alpha:]]", "--fail-on", "never", "--allow-empty")
     assert result.exit_code == 0
     assert not [w for w in recwarn if issubclass(w.category, FutureWarning)]
+
+
+def test_a_suppression_that_expires_at_a_time_of_day(log, tmp_path):
+    # YAML reads it as a datetime, which was compared with today's date: internal TypeError
+    (tmp_path / "s.yaml").write_text("suppressions:\n  - code: 0x5010B001\n    reason: x\n    expires: 2020-01-01T10:00:00\n")
+    result = run("scan", log, "--suppressions", "s.yaml", "-q")
+    assert result.exit_code == 2
+    assert result.stderr == "ddtriage: error: s.yaml: suppression #1: expires: must be a date like 2026-03-01\n"
+
+
+@pytest.mark.parametrize("args", [("mine", ".", "--similarity", "nan"), ("watch", "-", "--interval", "nan")])
+def test_nan_is_not_a_number_an_option_takes(log, args):
+    result = run(*args)
+    assert result.exit_code == 2 and "'nan' is not a finite number" in result.stderr
+
+
+@pytest.mark.parametrize("code", ["0007BCAD", "0007bcad", "5010B007", "ffffffff"])
+def test_explain_takes_hex_without_0x(code):
+    # README: hex with or without 0x; only xLLM's 5010b0XX and ffffffff were taken bare
+    bare, prefixed = run("explain", code), run("explain", "0x" + code)
+    assert bare.exit_code == 0 and bare.stdout == prefixed.stdout
