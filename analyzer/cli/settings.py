@@ -142,6 +142,13 @@ def _value(where: str, name: str, key: Key, raw: Any, base: Path) -> Any:
         choices = key.choices or (_formats() if name == "format" else ())
         if choices and raw not in choices:
             raise bad("one of " + ", ".join(choices))
+        if name == "tz":  # told here, naming the file, not later as if --tz had been given
+            from ..core.times import parse_tz
+
+            try:
+                parse_tz(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {name}: {exc}") from None
         return _relative(base, raw) if key.kind == "path" else raw
     if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
         raise bad("a list of strings")

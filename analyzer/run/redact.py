@@ -45,8 +45,8 @@ _CONTAINER_LOG_NAME = re.compile(r"(?<![\w.-])[a-z0-9][-a-z0-9.]*_[a-z0-9][-a-z0
 # `req_id ` (the stories: `req_id 2051, 2063 failed`).
 # Each value must look like an id (a digit or a `-` in it): `request failed, req_id = 2051` is not
 # the list `failed, req_id` after `request`, which hid the `req_id = 2051` after it.
-_ID = r"(?=[A-Za-z0-9_\-]*[\d\-])[A-Za-z0-9][A-Za-z0-9_\-]*"
-_REQ = re.compile(rf"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)({_ID}(?:, {_ID})*)")
+_REQ_ID = r"(?=[A-Za-z0-9_\-]*[\d\-])[A-Za-z0-9][A-Za-z0-9_\-]*"
+_REQ = re.compile(rf"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)({_REQ_ID}(?:, {_REQ_ID})*)")
 TOKEN_KINDS = ("ip", "node", "pod", "container", "user", "req")
 
 

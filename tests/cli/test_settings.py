@@ -117,3 +117,12 @@ def test_every_fail_on_the_option_takes_the_config_and_each_command_take(project
     assert merged.exit_code == (0 if value == "never" else 1), merged.output
     watched = CliRunner().invoke(cli, ["watch", "-", "--fail-on", value, "--format", "lines"], input="")
     assert watched.exit_code == 0, watched.output  # an empty stream: nothing to fail on
+
+
+def test_a_zone_the_config_file_names_is_checked_there(project):
+    # `ddtriage config` showed it as valid, and scan then blamed a --tz never given
+    (project / ".ddtriage.toml").write_text('tz = "Mars/Olympus"\n')
+    for args in (("config",), ("scan", RUN1, "-q")):
+        code, _, err = run(*args)
+        assert code == 2 and err.startswith("ddtriage: error: ") and ".ddtriage.toml: tz: 'Mars/Olympus' is not a zone" in err
+        assert "--tz" not in err
