@@ -24,7 +24,7 @@ from typing import IO, Any
 from ..core.errors import InputError
 from ..core.observations import Observed
 from ..core.records import Finding, InputStats, RuleTexts, Skipped
-from ..core.serial import finding_of, load_pyarrow, parquet_head
+from ..core.serial import REPORT_VERSION, finding_of, load_pyarrow, parquet_head
 from ..knowledge.rules import RuleSet
 from .api import Analysis
 from .finish import finish_run
@@ -214,6 +214,7 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
     report = json.loads("".join(head).rstrip().rstrip(",") + "}")
     if report.get("tool") != "ddtriage":
         raise InputError(f"{path}: not a ddtriage JSON report")
+    _known_version(path, report)
     if observed is not None:
         observed.add_report(report.get("related") or [], report.get("links") or [], report.get("proofs"))
     closed = opener.endswith("]")  # `"findings": []` on one line
@@ -241,6 +242,8 @@ def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed
     meta = parquet_head(handle)
     if meta is None:
         raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
+    _known_version(path, json.loads(meta))  # before any row (the head is read again after them: held
+    # meanwhile, its related errors and link facts would add to a merge's peak)
     # A few MiB of rows at a time, decoded in this thread: a pool thread's malloc arena stayed
     # behind, ~20 MiB of a merge's peak.
     for batch in handle.iter_batches(batch_size=4096, use_threads=False):
@@ -250,6 +253,14 @@ def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed
     if observed is not None:
         observed.add_report(head.get("related") or [], head.get("links") or [], head.get("proofs"))
     return stats_from_dict(head["inputs"])
+
+
+def _known_version(path: str, head: dict[str, Any]) -> None:
+    """A report of a later shape than this ddtriage writes is refused: it would be misread."""
+    version = head.get("version", REPORT_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > REPORT_VERSION:
+        raise InputError(f"{path}: a report of version {version!r}; this ddtriage reads version {REPORT_VERSION} "
+                         "and before: merge it with the ddtriage that wrote it")
 
 
 def stats_from_dict(d: dict[str, Any]) -> InputStats:

@@ -212,3 +212,12 @@ def test_merge_never_writes_over_one_of_its_parts(parts):
                                       str(parts / "d2.json")])
     assert result.exit_code == 2 and "one of the parts merged" in result.stderr
     assert (parts / "d2.json").read_bytes() == before
+
+
+def test_a_report_of_a_later_version_is_refused(parts):
+    # it merged without a word, to be misread
+    text = (parts / "d2.json").read_text()
+    assert '"version": 1,' in text
+    (parts / "later.json").write_text(text.replace('"version": 1,', '"version": 99,', 1))
+    code, _, err = merge(parts / "later.json")
+    assert code == 2 and "a report of version 99; this ddtriage reads version 1" in err
