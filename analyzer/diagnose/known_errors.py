@@ -22,7 +22,7 @@ and why.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -158,8 +158,9 @@ def read_baseline(path: str | Path) -> list[BaselineEntry]:
 
 # --- suppressions files ------------------------------------------------------------------------
 
-def read_suppressions(path: str | Path, catalog: Catalog) -> list[Suppression]:
-    """The entries of a suppressions file, or an error naming the file, the entry and the field."""
+def read_suppressions(path: str | Path, catalog: Catalog, rule_ids: Collection[str] | None = None) -> list[Suppression]:
+    """The entries of a suppressions file, or an error naming the file, the entry and the field
+    (`rule_ids`: the rules a `rule` may name; a name none has would hide nothing, unnoticed)."""
     import yaml  # only for a run with a suppressions file
 
     try:
@@ -172,10 +173,11 @@ def read_suppressions(path: str | Path, catalog: Catalog) -> list[Suppression]:
         raise KnownErrorsError(f"{path}: a value that cannot be read: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("suppressions"), list):
         raise KnownErrorsError(f"{path}: expected a mapping with a `suppressions` list")
-    return [_suppression(raw, i, path, catalog) for i, raw in enumerate(doc["suppressions"], 1)]
+    return [_suppression(raw, i, path, catalog, rule_ids) for i, raw in enumerate(doc["suppressions"], 1)]
 
 
-def _suppression(raw: object, index: int, path: str | Path, catalog: Catalog) -> Suppression:
+def _suppression(raw: object, index: int, path: str | Path, catalog: Catalog,
+                 rule_ids: Collection[str] | None = None) -> Suppression:
     where = f"{path}: suppression #{index}"
     if not isinstance(raw, dict):
         raise KnownErrorsError(f"{where}: must be a mapping")
@@ -202,6 +204,8 @@ def _suppression(raw: object, index: int, path: str | Path, catalog: Catalog) ->
     if expires is not None and (not isinstance(expires, date) or isinstance(expires, datetime)):
         # (YAML reads `2020-01-01T10:00:00` as a datetime, which a day cannot be compared with)
         raise KnownErrorsError(f"{where}: expires: must be a date like 2026-03-01")
+    if raw.get("rule") and rule_ids is not None and str(raw["rule"]) not in rule_ids:
+        raise KnownErrorsError(f"{where}: rule: unknown rule {raw['rule']!r} (no rule loaded has that id)")
     return Suppression(index, " ".join(reason.split()), str(raw["rule"]) if raw.get("rule") else None, code,
                        str(raw["fingerprint"]) if raw.get("fingerprint") else None, expires)
 

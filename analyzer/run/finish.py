@@ -105,7 +105,7 @@ def apply_known_errors(analysis: Analysis, baseline: str | None = None, suppress
     known = KnownErrors(baseline=baseline, suppressions=suppressions)
     findings: list[Finding] = list(analysis.findings)
     if suppressions is not None:
-        entries = read_suppressions(suppressions, analysis.rules.catalog)
+        entries = read_suppressions(suppressions, analysis.rules.catalog, analysis.rules.by_id)
         active = [s for s in entries if s.expires is None or s.expires >= today]
         known.expired = [s for s in entries if s not in active]
         kept = []

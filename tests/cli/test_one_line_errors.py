@@ -72,3 +72,14 @@ def test_explain_takes_hex_without_0x(code):
     # README: hex with or without 0x; only xLLM's 5010b0XX and ffffffff were taken bare
     bare, prefixed = run("explain", code), run("explain", "0x" + code)
     assert bare.exit_code == 0 and bare.stdout == prefixed.stdout
+
+
+def test_a_suppression_naming_no_rule_loaded(log, tmp_path):
+    # accepted silently, it hid nothing (an unknown `code:` was refused already)
+    (tmp_path / "s.yaml").write_text("suppressions:\n  - rule: no-such-rule\n    reason: r\n")
+    result = run("scan", log, "--suppressions", "s.yaml", "-q")
+    assert result.exit_code == 2
+    assert result.stderr == ("ddtriage: error: s.yaml: suppression #1: rule: unknown rule 'no-such-rule' "
+                             "(no rule loaded has that id)\n")
+    (tmp_path / "t.yaml").write_text("suppressions:\n  - rule: default-wait-proc-timeout\n    reason: r\n")
+    assert run("scan", log, "--suppressions", "t.yaml", "-q", "--format", "json").exit_code in (0, 1)
