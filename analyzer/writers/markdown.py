@@ -57,6 +57,8 @@ def _more(left: int, what: str = "more") -> list[str]:
     if left <= 0:
         return []
     if current() == "en":
+        if left == 1 and what.endswith("s"):  # `1 more incident`, `1 more row`
+            what = what[:-1]
         return ["", f"… {left:,} {what} {MORE_HINT}"]
     return ["", t("md_more", n=f"{left:,}", what=t(_WHAT.get(what, "more_items")))]
 
@@ -192,7 +194,7 @@ def _render(analysis: Analysis) -> str:
     for r in codes[:limit]:
         unknown = t("unknown_short", code="").strip()
         out.append(f"| {r.count} | {r.code} | {_cell(r.name or unknown)} | {_cell(r.api or '-')} | "
-                   f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or r.first_at)} | "
+                   f"{r.action} | {_cell(r.rule)} | {_cell(r.first_seen or '-')} | "  # a time, never a place
                    f"{_cell(', '.join(r.sources))}{f' and {r.more_sources} more' if r.more_sources else ''} |")
     out += _more(len(s.codes) - len(s.codes[:limit]), "more rows")
     out += ["", t("md_findings"), ""]

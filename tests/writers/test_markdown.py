@@ -90,3 +90,21 @@ def test_hostile_names_and_text_are_inert(tmp_path, fmt):
 def test_the_renderer_check_catches_a_live_link():
     assert _unsafe("| a | [x](javascript:alert(1)) |\n|---|---|\n") != []
     assert _unsafe("see <http://x.example> and <!-- x -->\n") != []
+
+
+def test_a_time_column_holds_a_time_or_a_dash_and_one_more_is_singular(tmp_path):
+    # "Codes by API" showed a place (`app.log:2`) under "first seen" for a code whose lines print no
+    # time; and the count of what a section leaves out read "1 more incidents"
+    from analyzer import analyze
+    from analyzer.writers import render_report
+    from analyzer.writers.markdown import _more
+
+    log = tmp_path / "app.log"
+    log.write_text("I20251112 03:40:03.700920 280652 cache_test.cpp:33] AllocateCache cache_id=7 again\n"
+                   "AllocateCache failed, ret = 1343270935\n")
+    report = render_report("markdown", analyze([str(log)]))
+    head = next(i for i, line in enumerate(report.splitlines()) if line.startswith("| count | code"))
+    row = report.splitlines()[head + 2].split(" | ")
+    assert row[6] == "-" and "app.log:" not in row[6]
+    assert _more(1, "more incidents")[-1].startswith("… 1 more incident (")
+    assert _more(2, "more incidents")[-1].startswith("… 2 more incidents (")
