@@ -224,9 +224,8 @@ def _recurring(analysis: Analysis) -> list[str]:
     rows = [r for r in s.fingerprints if r.bundles > 1]
     if bundles < 2 or not rows:
         return []
-    out = [f"## Recurring across {bundles} bundles and {len(s.nodes)} nodes", "",
-           "| bundles | nodes | findings | code | API | action | first seen | last seen | first at |",
-           "|---:|---:|---:|---|---|---|---|---|---|"]
+    out = [t("md_recurring", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node")), "",
+           t("md_recurring_head"), "|---:|---:|---:|---|---|---|---|---|---|"]
     limit = _limit(analysis, "recurring")
     for r in rows[:limit]:
         out.append(f"| {r.bundles} | {r.nodes} | {r.findings} | {_cell(describe_code(r.code, r.name))} | "

@@ -108,3 +108,14 @@ def test_a_time_column_holds_a_time_or_a_dash_and_one_more_is_singular(tmp_path)
     assert row[6] == "-" and "app.log:" not in row[6]
     assert _more(1, "more incidents")[-1].startswith("… 1 more incident (")
     assert _more(2, "more incidents")[-1].startswith("… 2 more incidents (")
+
+
+def test_the_recurring_section_is_in_the_language_asked_for():
+    # its heading and table head stayed English under --lang zh, where the text report translates them
+    from analyzer import analyze, load_rules
+    from analyzer.writers import render_report
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "sample_logs")
+    zh = render_report("markdown", analyze([root], rules=load_rules(lang="zh")))
+    assert "## 跨 3 个日志包、3 个节点重复出现" in zh and "| 日志包 | 节点 | 次数 |" in zh
+    assert "Recurring" not in zh and "| bundles | nodes |" not in zh
