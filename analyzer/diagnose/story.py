@@ -203,8 +203,10 @@ def tell(lead: IncidentLead, action_word: str, mine: list[Burst], findings: int,
     """The story: the lead, the first failure it set off (on the other side when there is one),
     what followed, the req_ids both sides name, and what to do."""
     first = first_set_off(lead, mine)
-    parts = [t("story_at", time=clock(lead.timestamp), side=describe_node(lead.node, facts, lead.source),
-               what=_what(lead))]
+    side = describe_node(lead.node, facts, lead.source)
+    # a lead line without a time starts the story without one (not "At ?")
+    parts = [t("story_at", time=clock(lead.timestamp), side=side, what=_what(lead)) if lead.timestamp
+             else t("story_untimed", side=side, what=_what(lead))]
     first_when = precise_time(first, mine)
     if not (first.source == lead.source and first.lead.line == lead.line):
         gap = delta(lead.timestamp, first_when)

@@ -366,3 +366,13 @@ def test_related_errors_join_the_groups_the_plain_walk_joins():
         attach_related(groups, bursts, related, links)
         _attach_plainly(plain, bursts, related, links)
         assert [g.related for g in groups] == [g.related for g in plain], seed
+
+
+def test_a_story_whose_lead_line_has_no_time_does_not_start_with_a_question_mark(tmp_path):
+    from analyzer import analyze, load_rules
+
+    log = tmp_path / "untimed.log"
+    log.write_text("LinkClusters: failed, ret = 0x5010B009\n")
+    for lang, start in (("en", "First, "), ("zh", "首先，")):
+        (incident,) = analyze([str(log)], rules=load_rules(lang=lang)).summary.incidents
+        assert incident.story.startswith(start) and "?" not in incident.story, incident.story
