@@ -57,27 +57,32 @@ def write(path: Path, text: str, mode: str = "a") -> None:
         handle.write(text)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_tree_written_in_pieces_gives_the_scan_and_each_finding_once(tmp_path, engine, rules, seed):
-    """The sample logs copied into a tree in random pieces (cut mid-line too), a sync after each
-    round: the findings reported are those of a scan of the final tree, each once, and the JSON
-    report is byte for byte the scan's."""
-    rnd = random.Random(seed)
-    tree = tmp_path / "tree"
-    data = {tree / p.relative_to(SAMPLES): p.read_bytes() for p in sorted(SAMPLES.rglob("*")) if p.is_file()}
+def written_in_pieces(data: dict[Path, bytes], follower: Follower, rnd: random.Random, sizes: list[int]) -> list:
+    """Each file's bytes appended in pieces of the `sizes` (cut mid-line too), a round over the files
+    at a time, a sync after each round, then the final one: every finding reported."""
     done = dict.fromkeys(data, 0)
-    tree.mkdir()
-    follower = Follower([str(tree)], engine)
     reported = []
     while any(done[p] < len(d) for p, d in data.items()):
         for path, body in data.items():
-            size = rnd.choice([1, 70, 900, 20000])
+            size = rnd.choice(sizes)
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "ab") as handle:
                 handle.write(body[done[path]:done[path] + size])
             done[path] += size
         reported += follower.sync().findings
-    reported += follower.sync(final=True).findings
+    return reported + follower.sync(final=True).findings
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_tree_written_in_pieces_gives_the_scan_and_each_finding_once(tmp_path, engine, rules, seed):
+    """The sample logs copied into a tree in random pieces (cut mid-line too), a sync after each
+    round: the findings reported are those of a scan of the final tree, each once, and the JSON
+    report is byte for byte the scan's."""
+    tree = tmp_path / "tree"
+    data = {tree / p.relative_to(SAMPLES): p.read_bytes() for p in sorted(SAMPLES.rglob("*")) if p.is_file()}
+    tree.mkdir()
+    follower = Follower([str(tree)], engine)
+    reported = written_in_pieces(data, follower, random.Random(seed), [1, 70, 900, 20000])
     scanned = analyze([str(tree)], rules=rules)
     assert sorted((f.source, f.line, f.code) for f in reported) == sorted(
         (f.source, f.line, f.code) for f in scanned.findings)
@@ -297,22 +302,11 @@ def test_a_line_the_runtime_cut_in_parts_is_scanned_whole_when_its_last_part_com
     # The corpus six times over (past HEAD_BYTES, so growths are read as ranges), written in random
     # pieces: a growth that ended between the parts of a cut line had its parts scanned apart, and
     # the code cut in two was lost, from the live events and the analysis alike (39 of 42 here)
-    rnd = random.Random(1)
     tree = tmp_path / "tree"
     src = ENVELOPES / corpus
     data = {tree / p.relative_to(src): p.read_bytes() * 6 for p in sorted(src.rglob("*")) if p.is_file()}
-    done = dict.fromkeys(data, 0)
     follower = Follower([str(tree)], engine)
-    reported = []
-    while any(done[p] < len(d) for p, d in data.items()):
-        for path, body in data.items():
-            size = rnd.choice([70, 900, 20000])
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "ab") as handle:
-                handle.write(body[done[path]:done[path] + size])
-            done[path] += size
-        reported += follower.sync().findings
-    reported += follower.sync(final=True).findings
+    reported = written_in_pieces(data, follower, random.Random(1), [70, 900, 20000])
     scanned = analyze([str(tree)], rules=rules)
     assert sorted((f.source, f.line, f.code) for f in reported) == sorted(
         (f.source, f.line, f.code) for f in scanned.findings)
