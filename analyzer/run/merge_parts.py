@@ -16,6 +16,7 @@ Time windows and guessed years were applied by each part's scan and are not appl
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -174,11 +175,16 @@ def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
         with open(path, encoding="utf-8") as text:
             first = text.readline()
             if first.strip() == "{":
-                return _read_json(path, text, sink, rules, observed, texts)
+                try:
+                    return _read_json(path, text, sink, rules, observed, texts)
+                except _NotAsWritten:
+                    return _read_any_json(path, sink, rules, observed, texts)
+            if _one_report(first):
+                return _read_any_json(path, sink, rules, observed, texts)
             text.seek(0)
             for n, line in enumerate(text, 1):
                 if line.strip():
-                    sink(finding_of(_loads(line, path, n), rules.catalog.is_generic, texts))
+                    sink(_jsonl_finding(_loads(line, path, n), path, n, rules, texts))
             return None
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -187,6 +193,15 @@ def read_part(path: str, sink: Callable[[Finding], None], rules: RuleSet,
         raise InputError(f"{path}: not a ddtriage JSON, JSONL or Parquet report ({kind}: {exc})") from None
     except RecursionError:
         raise InputError(f"{path}: not a ddtriage report (JSON nested too deeply)") from None
+
+
+def _jsonl_finding(found: dict[str, Any], path: str, n: int, rules: RuleSet, texts: RuleTexts | None) -> Finding:
+    try:
+        return finding_of(found, rules.catalog.is_generic, texts)
+    except KeyError as exc:
+        if "tool" in found:
+            raise InputError(f"{path}: not a ddtriage report (written by {found['tool']!r})") from None
+        raise InputError(f"{path}:{n}: not a ddtriage finding (no {exc})") from None
 
 
 def _loads(line: str, path: str, n: int) -> dict[str, Any]:
@@ -210,16 +225,22 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
             break
         head.append(line)
     else:
-        raise InputError(f"{path}: not a ddtriage JSON report (no findings list)")
-    report = json.loads("".join(head).rstrip().rstrip(",") + "}")
+        raise _NotAsWritten
+    try:
+        report = json.loads("".join(head).rstrip().rstrip(",") + "}")
+    except ValueError:
+        raise _NotAsWritten from None
     if report.get("tool") != "ddtriage":
-        raise InputError(f"{path}: not a ddtriage JSON report")
+        raise _NotAsWritten
+    closed = opener.endswith("]")  # `"findings": []` on one line
+    following = text.readline()
+    if not closed and following.lstrip().startswith("{") and not _an_object(following.strip().rstrip(",")):
+        raise _NotAsWritten  # findings over several lines: laid out by another writer
     _known_version(path, report)
     if observed is not None:
         observed.add_report(report.get("related") or [], report.get("links") or [], report.get("proofs"))
-    closed = opener.endswith("]")  # `"findings": []` on one line
     ended = False
-    for n, line in enumerate(text, len(head) + 1):
+    for n, line in enumerate(itertools.chain([following], text), len(head) + 1):
         item = line.strip().rstrip(",")
         if item.startswith("{") and not closed:
             found = _loads(item, path, n)
@@ -232,6 +253,148 @@ def _read_json(path: str, text: IO[str], sink: Callable[[Finding], None], rules:
     if not ended:  # a report written only in part (a full disk, a copy cut off): its findings are not all here
         raise InputError(f"{path}: cut off before the end of its findings list: not a whole ddtriage report")
     return stats_from_dict(report["inputs"])
+
+
+class _NotAsWritten(Exception):
+    """A JSON report not laid out as ddtriage writes it (pretty-printed again, keys sorted, one
+    line): noticed before any finding was fed, so the general reader can start over."""
+
+
+def _an_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _one_report(first: str) -> bool:
+    """Whether a part whose first line is not a lone `{` is a whole report rather than JSONL: the
+    line is a report on its own (`jq -c`), or the start of an object that goes on past it."""
+    if not first.lstrip().startswith("{"):
+        return False
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return True  # an object over several lines: JSONL holds one on each line
+    return isinstance(value, dict) and value.get("tool") == "ddtriage"
+
+
+class _JsonStream:
+    """The top level of one JSON object read in pieces (`json.JSONDecoder.raw_decode` on a
+    buffer that grows until a value is whole), so a report of any layout is read in bounded
+    memory: at most its largest single value, never its whole findings list."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, handle: IO[str], path: str) -> None:
+        self.handle, self.path = handle, path
+        self.buf, self.pos, self.eof = "", 0, False
+        self.decoder = json.JSONDecoder()
+
+    def _more(self, want: int) -> bool:
+        chunk = self.handle.read(want)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf, self.pos = self.buf[self.pos:] + chunk, 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._more(self.PIECE):
+                return ""
+
+    def take(self, wanted: str) -> str:
+        got = self.peek()
+        if not got:
+            raise self._cut()
+        if got not in wanted:
+            raise ValueError(f"expected one of {wanted!r}, found {got!r}")
+        self.pos += 1
+        return got
+
+    def value(self) -> Any:
+        self.peek()
+        want = self.PIECE
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if not self._more(want):
+                    raise self._cut() from None
+                want *= 2  # doubling: a value that never ends costs linear time, not quadratic
+                continue
+            if end < len(self.buf) or self.eof or not self._more(want):  # a number may go on
+                self.pos = end
+                return value
+
+    def _cut(self) -> InputError:
+        return InputError(f"{self.path}: cut off, or not JSON, before the end of the report")
+
+    def members(self, on_finding: Callable[[Any], None]) -> dict[str, Any]:
+        """The report's top-level members but its findings, each finding handed to `on_finding`
+        in order; `findings` itself is True when the list is there."""
+        head: dict[str, Any] = {}
+        self.take("{")
+        if self.peek() == "}":
+            self.take("}")
+        else:
+            while True:
+                key = self.value()
+                if not isinstance(key, str):
+                    raise ValueError("a key that is not a string")
+                self.take(":")
+                if key == "findings" and self.peek() == "[":
+                    self.take("[")
+                    if self.peek() == "]":
+                        self.take("]")
+                    else:
+                        while True:
+                            on_finding(self.value())
+                            if self.take(",]") == "]":
+                                break
+                    head[key] = True
+                else:
+                    head[key] = self.value()
+                if self.take(",}") == "}":
+                    break
+        if self.peek():
+            raise ValueError("more after the report's end")
+        return head
+
+
+def _read_any_json(path: str, sink: Callable[[Finding], None], rules: RuleSet,
+                   observed: Observed | None = None, texts: RuleTexts | None = None) -> InputStats:
+    """A JSON report of any layout, read twice: its head first (whatever the order of its keys,
+    its findings are fed only once it is known to be a report this ddtriage reads), then its
+    findings, one at a time."""
+    with open(path, encoding="utf-8") as text:
+        head = _JsonStream(text, path).members(lambda found: None)
+    if head.get("tool") != "ddtriage":
+        raise InputError(f"{path}: not a ddtriage JSON report")
+    if head.get("findings") is not True:
+        raise InputError(f"{path}: not a ddtriage JSON report (no findings list)")
+    _known_version(path, head)
+    if not isinstance(head.get("inputs"), dict):
+        raise InputError(f"{path}: not a ddtriage JSON report (no inputs)")
+    stats = stats_from_dict(head["inputs"])
+    if observed is not None:
+        observed.add_report(head.get("related") or [], head.get("links") or [], head.get("proofs"))
+
+    def feed(found: Any) -> None:
+        if not isinstance(found, dict):
+            raise ValueError("a finding that is not a JSON object")
+        if found.get("baseline") != "known":  # hidden by that scan's baseline
+            sink(finding_of(found, rules.catalog.is_generic, texts))
+
+    with open(path, encoding="utf-8") as text:
+        _JsonStream(text, path).members(feed)
+    return stats
 
 
 def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None,

@@ -221,3 +221,33 @@ def test_a_report_of_a_later_version_is_refused(parts):
     (parts / "later.json").write_text(text.replace('"version": 1,', '"version": 99,', 1))
     code, _, err = merge(parts / "later.json")
     assert code == 2 and "a report of version 99; this ddtriage reads version 1" in err
+
+
+@pytest.mark.parametrize("layout", [
+    {"indent": 2},  # `jq .`: the writer's indent, but each finding over many lines
+    {"indent": 2, "sort_keys": True},  # the findings before the head, `tool` last
+    {"separators": (",", ":")},  # `jq -c`: one line
+    {"indent": "\t"},
+])
+def test_a_report_laid_out_again_merges_as_written(parts, layout):
+    # a report pretty-printed again or compacted was an error naming a KeyError ('code'), or
+    # "not a ddtriage JSON report"; `jq .` had its related errors counted twice
+    written = json.loads((parts / "all.json").read_text())
+    (parts / "again.json").unlink()
+    (parts / "again.json").write_text(json.dumps(written, **layout) + "\n")
+    code, out, err = merge(parts / "again.json")
+    assert (code, err) == (0, "") and out == merge(parts / "all.json")[1]
+    assert merge(parts / "all.json", parts / "again.json")[2].endswith("merged already from "
+                                                                      f"{parts / 'all.json'}; left out\n")
+    whole = (parts / "again.json").read_text()
+    (parts / "cut.json").write_text(whole[:len(whole) // 2])
+    code, _, err = merge(parts / "cut.json")
+    assert code == 2 and err == f"ddtriage: error: {parts / 'cut.json'}: cut off, or not JSON, before the end of the report\n"
+
+
+def test_a_json_object_that_is_no_finding_names_what_it_is(tmp_path):
+    for text, says in (('{"tool": "other", "findings": []}\n', "not a ddtriage report (written by 'other')"),
+                       ('{"source": "a.log", "line": 3}\n', ":1: not a ddtriage finding (no 'code')")):
+        (tmp_path / "part.jsonl").write_text(text)
+        result = CliRunner().invoke(cli, ["merge", str(tmp_path / "part.jsonl")])
+        assert result.exit_code == 2 and says in result.stderr and "KeyError" not in result.stderr, result.stderr
