@@ -50,7 +50,10 @@ def rules_check(directory: Path | None) -> None:
         ruleset = load_rules([directory] if directory else [])
     except DDTriageError as exc:
         fail(str(exc))
-    problems = check_examples(ruleset)
+    notes: list[str] = []
+    problems = check_examples(ruleset, notes)
+    for note in notes:
+        click.echo(f"ddtriage: note: {note}", err=True)
     for problem in problems:
         click.echo(f"ddtriage: error: {problem}", err=True)
     if problems:

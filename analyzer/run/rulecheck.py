@@ -58,16 +58,31 @@ def check_example(engine: Engine, rule: Rule, example: str, should_match: bool) 
     return None
 
 
-def check_rule_examples(rules: RuleSet) -> list[str]:
-    """Every failing rule example, as `origin: rule id: reason` messages."""
+def check_rule_examples(rules: RuleSet, notes: list[str] | None = None) -> list[str]:
+    """Every failing rule example, as `origin: rule id: reason` messages. A built-in rule's `match`
+    example that now gives a user's rule instead is no failure: the user's rule took that context
+    over, as user rules may. It is one line in `notes` per pair of rules."""
     engine = Engine(rules, prefilter_engine="find")
-    problems = []
+    by_id = {rule.id: rule for rule in rules.rules}
+    problems: list[str] = []
+    shadowed: dict[tuple[str, str], list[str]] = {}
     for rule in sorted(rules.rules, key=lambda r: r.id):
         cases = [(ex, True) for ex in rule.examples_match] + [(ex, False) for ex in rule.examples_no_match]
         for example, should_match in cases:
             problem = check_example(engine, rule, example, should_match)
-            if problem:
-                problems.append(f"{rule.origin}: rule {rule.id}: {problem}")
+            if not problem:
+                continue
+            takers = [by_id[r] for r in example_result(engine, rule, example)] if should_match else []
+            if rule.builtin and takers and not any(t.builtin for t in takers):
+                for taker in takers:
+                    shadowed.setdefault((rule.id, taker.id), []).append(example)
+                continue
+            problems.append(f"{rule.origin}: rule {rule.id}: {problem}")
+    for (builtin_id, taker_id), examples in shadowed.items():
+        if notes is not None:
+            count = f"{len(examples)} of its examples" if len(examples) > 1 else "its example"
+            notes.append(f"{by_id[taker_id].origin}: rule {taker_id} takes over built-in rule {builtin_id} "
+                         f"({count}, such as {examples[0].splitlines()[-1][:80]!r})")
     return problems
 
 
@@ -161,9 +176,9 @@ def check_envelope_examples(rules: RuleSet) -> list[str]:
     return problems
 
 
-def check_examples(rules: RuleSet) -> list[str]:
+def check_examples(rules: RuleSet, notes: list[str] | None = None) -> list[str]:
     """Every failing example of rules, neighbour families, envelopes and link facts, malformed family
-    examples included (empty when all pass)."""
+    examples included (empty when all pass); `notes` learns what passes but is worth saying."""
     facts_paths = [p for p in rules.sources if p.name == "linkfacts.yaml"]
     facts = rules.linkfacts.check_examples(str(facts_paths[-1])) if facts_paths else []
     from ..knowledge.messages import check_messages
@@ -172,5 +187,5 @@ def check_examples(rules: RuleSet) -> list[str]:
     languages = [f"{m} (every built-in entry has its English and Chinese text)" for m in rules.untranslated]
     recovery_paths = [p for p in rules.sources if p.name == "recovery.yaml"]
     proofs = rules.recovery.check_examples(rules.linkfacts.find, str(recovery_paths[-1])) if recovery_paths else []
-    return (check_rule_examples(rules) + check_family_examples(rules, neighbours_path(rules))
+    return (check_rule_examples(rules, notes) + check_family_examples(rules, neighbours_path(rules))
             + check_envelope_examples(rules) + facts + proofs + languages + check_messages())

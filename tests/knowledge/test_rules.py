@@ -170,6 +170,35 @@ def test_counter_example_in_another_context_passes(tmp_path):
     assert check_examples(load_rules(write(tmp_path, body))) == []
 
 
+TAKES_OVER = """
+rules:
+  - id: wait-timeout-our-proxy
+    description: Our proxy times out every pull.
+    match: {codes: [LLM_WAIT_PROC_TIMEOUT], apis: ["@transfer"]}
+    action: relink
+    remedy: Restart the proxy sidecar, then relink.
+    examples:
+      match: ["[pull_blocks] failed, error code is LLMStatusCode.LLM_WAIT_PROCESS_TIMEOUT"]
+"""
+
+
+def test_a_user_rule_that_takes_over_a_builtin_context_is_a_note_not_an_error(tmp_path):
+    # `rules check` failed with four errors blamed on the built-in context.yaml: the built-in
+    # rule's examples now gave the user's rule, which is what the user wrote it for
+    notes: list[str] = []
+    assert check_examples(load_rules(write(tmp_path, TAKES_OVER)), notes) == []
+    assert notes == [f"{tmp_path / 'mine.yaml'}: rule wait-timeout-our-proxy takes over built-in rule "
+                     "wait-timeout-transfer (4 of its examples, such as '[ERROR] GE(5569,python3):2025-11-12-03:40:"
+                     "05.101.002 [llm_datadist.cc:812]5571 P')"]
+    result = ddtriage("rules", "check", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode() == f"ddtriage: note: {notes[0]}\n"
+    # the user's own rule is still held to its examples
+    write(tmp_path, TAKES_OVER.replace("[pull_blocks] failed", "[link_clusters] failed"))
+    result = ddtriage("rules", "check", tmp_path)
+    assert result.returncode == 2 and "rule wait-timeout-our-proxy: example should match" in one_line_error(result.stderr)
+
+
 def test_missing_rules_dir(tmp_path):
     with pytest.raises(RuleError, match="does not exist"):
         load_rules(tmp_path / "nope")
