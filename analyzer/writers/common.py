@@ -233,6 +233,14 @@ def is_storm(s: Summary) -> bool:
     return s.findings >= STORM_FINDINGS and s.findings >= STORM_FOLD * len(s.folded)
 
 
+def row_time(row: FoldedRow) -> str:
+    """A one-finding row's time: its own stamp, else `~` and the time read from the lines before
+    it (as the text report's `~...`), else empty."""
+    if row.first_timestamp:
+        return row.first_timestamp
+    return f"~{row.first_seen}" if row.first_seen else ""
+
+
 def fold_span(row: FoldedRow) -> str:
     """`x1,234 to plog-1.log:9001, 2025-11-12T03:40:05 .. 2025-11-12T03:41:10` for a folded row."""
     last = f"{row.last_line}" if row.last_source == row.first_source else f"{row.last_source}:{row.last_line}"

@@ -22,6 +22,7 @@ from .common import (
     inputs_line,
     plural,
     recovery_sentence,
+    row_time,
     span_of,
     state_word,
     version_rows,
@@ -29,7 +30,7 @@ from .common import (
 
 if TYPE_CHECKING:
     from ..core.observations import RelatedEvent
-    from ..diagnose.summary import Burst, Incident
+    from ..diagnose.summary import Burst, FoldedRow, Incident
     from ..run.analysis import Analysis
 
 name = "html"
@@ -280,10 +281,16 @@ def _versions_table(analysis: Analysis) -> str:
     return _table(t("h_versions"), [t("h_col_node"), t("h_col_versions")], rows, 0)
 
 
+def _first_seen(row: FoldedRow) -> Cell:
+    """A row's first time; a time read from the lines before is marked `~` but sorts as a time."""
+    shown = row.first_seen or "" if row.count > 1 else row_time(row)
+    return _e(shown), (row.first_seen if shown.startswith("~") else None)
+
+
 def _findings_table(analysis: Analysis, limit: int = MAX_ROWS, where: str = "--format json") -> str:
     folded = analysis.summary.folded
     rows: list[list[Cell]] = [[(f"<code>{_e(r.first_source)}:{r.first_line}</code>", None), (_e(r.node or ""), None),
-             (_e(r.first_seen or ""), None), (_e(r.name or r.code), None), (_e(r.api or "-"), None),
+             _first_seen(r), (_e(r.name or r.code), None), (_e(r.api or "-"), None),
              (f'<span class="action" style="background:{COLOURS.get(r.action, "#5c677d")}">{_e(r.action)}</span>',
               r.action), (str(r.count), str(r.count))]
             for r in folded[:limit]]

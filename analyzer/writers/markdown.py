@@ -29,6 +29,7 @@ from .common import (
     plural,
     recoverable_word,
     recovery_sentence,
+    row_time,
     span_of,
     state_word,
     version_rows,
@@ -207,9 +208,7 @@ def _render(analysis: Analysis) -> str:
     for row in folded[:limit]:
         api = f"{row.api} ({row.evidence})" if row.api else "-"
         where = f"`{_code(row.first_source)}:{row.first_line}`"
-        when = row.first_timestamp or ""
-        if row.count > 1:
-            when = fold_span(row)
+        when = fold_span(row) if row.count > 1 else row_time(row)
         out.append(f"| {where} | {_cell(row.node or '')} | {_cell(when)} | "
                    f"{_cell(row.name or row.code)} | {_cell(api)} | {row.action} | {_cell(row.rule)} | "
                    f"`{row.fingerprint}` |")

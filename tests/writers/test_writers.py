@@ -195,3 +195,20 @@ def test_every_golden_report_has_a_writer():
 
 def test_same_report_with_more_jobs(in_root):
     assert render("json", jobs=1) == render("json", jobs=3)
+
+
+def test_a_time_read_from_the_lines_before_is_marked_in_every_findings_table(tmp_path):
+    # Markdown's Findings table left the time empty, and HTML's showed it as if the line had it;
+    # the text report already marked it `~... (from the lines before)`
+    log = tmp_path / "app.log"
+    log.write_text("[ERROR] GE(7,python3):2025-11-12-03:40:03.700.920 [cache.cc:10]7 AllocateCache: begin\n"
+                   "AllocateCache failed, ret = LLM_CACHE_ID_ALREADY_EXIST\n")
+    outs = {fmt: tmp_path / f"r.{fmt}" for fmt in ("text", "markdown", "html")}
+    result = CliRunner().invoke(cli, ["scan", str(log), "-q", "--fail-on", "never",
+                                      *(a for fmt, path in outs.items() for a in ("-o", f"{fmt}:{path}"))])
+    assert result.exit_code == 0, result.stderr
+    assert "~2025-11-12T03:40:03.700920 (from the lines before)" in outs["text"].read_text()
+    row = next(x for x in outs["markdown"].read_text().splitlines() if x.startswith(f"| `{log}:2` |"))
+    assert row.split(" | ")[2:4] == ["~2025-11-12T03:40:03.700920", "LLM_CACHE_ID_ALREADY_EXIST"], row
+    assert ('<td data-v="2025-11-12T03:40:03.700920">~2025-11-12T03:40:03.700920</td>'
+            in outs["html"].read_text())
