@@ -258,7 +258,8 @@ def looks_utf16(data: bytes, little: bool) -> bool:
     """Whether `data` (what follows a BOM, or a later line) reads as UTF-16 text: it decodes, and at
     least a quarter of its high bytes are zero, as in any text with ASCII in it (timestamps, blanks,
     newlines). A plain log that merely starts with `FF FE` has no zero bytes at all. A lone surrogate
-    (at most one code unit in 16) is a damaged unit, not binary data."""
+    (one, or at most one code unit in 16) is a damaged unit, not binary data: a short line cut
+    mid-pair is still a line of text."""
     data = data[: len(data) // 2 * 2]
     if len(data) < 4:
         return False
@@ -269,4 +270,4 @@ def looks_utf16(data: bytes, little: bool) -> bool:
         text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
     except UnicodeDecodeError:
         return False
-    return len(LONE_SURROGATE.findall(text)) * 16 <= len(text)
+    return len(LONE_SURROGATE.findall(text)) <= max(1, len(text) // 16)

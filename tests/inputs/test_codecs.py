@@ -447,6 +447,18 @@ def test_lone_surrogate_costs_one_unit(tmp_path, kind, where):
     assert len(bad) == 1 and f"mark-{where + 1} \ufffdx" in bad[0], bad  # the unit is what is lost
 
 
+def test_a_short_line_cut_mid_pair_is_still_utf16(tmp_path):
+    # a lone surrogate in a line of fewer than 16 code units made the rest of the file "not UTF-16":
+    # it was read as bytes, NUL between every letter, and its codes were lost without a note
+    code_line = "[ERROR] x: ErrorNo: 1343270913(x)\n".encode("utf-16-le")
+    log = tmp_path / "short.log"
+    log.write_bytes(b"\xff\xfe" + code_line + LONE["high"] + "x 0x5010B009\n".encode("utf-16-le") + code_line * 3)
+    _, report, stderr = scan_cli(log)
+    assert [f["line"] for f in report["findings"]] == [1, 2, 3, 4, 5], stderr
+    assert report["inputs"]["lines"] == 5
+    assert any("1 code unit of UTF-16-LE" in n for n in reasons(report, "notes")), report["inputs"]
+
+
 def test_utf16_big_endian_lone_surrogate(tmp_path):
     text = b"".join(planted(n) for n in (1, 2, 3)).decode()
     body = bytearray(b"\xfe\xff" + text.encode("utf-16-be"))
