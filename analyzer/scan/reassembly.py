@@ -42,7 +42,7 @@ class Rejoined(io.RawIOBase):
         self.eof = False
         self.consumed = self.produced = 0  # bytes read from `inner`, bytes handed out
         self.record: list[bytes] = []  # csv: the physical lines of a record whose quote is still open
-        self.record_size = 0
+        self.record_size = self.record_quotes = 0
 
     def readable(self) -> bool:
         return True
@@ -114,15 +114,17 @@ class Rejoined(io.RawIOBase):
         self.out = b"".join(out)
 
     def _csv_line(self, line: bytes, out: list[bytes]) -> None:
+        quotes = line.count(b'"')
         if not self.record:
-            if line.count(b'"') % 2 == 0:
+            if quotes % 2 == 0:
                 out.append(line + b"\n")
                 return
-            self.record, self.record_size = [line], len(line)
+            self.record, self.record_size, self.record_quotes = [line], len(line), quotes
             return
         self.record.append(line)
         self.record_size += len(line)
-        if sum(part.count(b'"') for part in self.record) % 2 == 0:
+        self.record_quotes += quotes  # kept as it goes: a stray quote holds up to MAX_GROUP of lines
+        if self.record_quotes % 2 == 0:
             out.append(RECORD_NEWLINE.join(self.record) + b"\n" + b"\n" * (len(self.record) - 1))
             self.record = []
         elif self.record_size > MAX_GROUP:  # no record is this long: a stray quote, lines as they are

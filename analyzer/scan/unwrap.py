@@ -67,6 +67,7 @@ class Unwrapper:
             self.columns = {n.strip(): i for i, n in enumerate(names)}
         self.prefilter = envelope.prefilter
         self._times: dict[str, tuple[str | None]] = {}  # raw time -> its ISO form
+        self._lookback: dict[str, list[Record]] = {}  # a line looked back at -> its records
 
     @property
     def name(self) -> str:
@@ -169,7 +170,7 @@ class Unwrapper:
         """The records of consecutive physical lines (line number, record), oldest first; a
         record that spans lines (pretty JSON) gets its fields from the lines around it."""
         if self.envelope.shape != "search":
-            return [(n, r) for n, t in lines for r in self.records(t)]
+            return [(n, r) for n, t in lines for r in self._records_again(t)]
         joined = "\n".join(t for _, t in lines)
         out: list[tuple[int, Record]] = []
         pos = 0
@@ -179,6 +180,18 @@ class Unwrapper:
                 continue  # braces and other fields: no message
             out.extend((n, r) for r in self.records(t, partial(_split_at, joined, start, pos)))
         return out
+
+    def _records_again(self, line: str) -> list[Record]:
+        """`records(line)` of a line a finding looks back at: remembered, since the next finding
+        looks back at most of the same lines (in a storm of CSV rows, each row was parsed 40 times)."""
+        if len(line) > _REMEMBERED_LINE:
+            return self.records(line)
+        found = self._lookback.get(line)
+        if found is None:
+            if len(self._lookback) >= 256:
+                self._lookback.clear()
+            found = self._lookback[line] = self.records(line)
+        return found
 
     @property
     def lookback_lines(self) -> int:
@@ -247,6 +260,9 @@ def unwrapped_lookback(cand: Candidate, unwrapper: Unwrapper, pod: str | None,
             lines.extend((line_no, t) for t in record.text.split("\n"))
     lines.extend((cand.line_no, t) for p, t in done[-40:] if not (pod and p and p != pod))
     return lines
+
+
+_REMEMBERED_LINE = 4096  # longer lines looked back at are unwrapped again rather than kept
 
 
 def _csv_row(line: str) -> list[str]:

@@ -497,3 +497,45 @@ def test_the_stdlib_prefilter_finds_the_same_as_hyperscan():
     runs = [rows(analyze(paths, options=Options(prefilter=engine)))
             for engine in ("find", "auto")]
     assert runs[0] == runs[1] and len(runs[0]) == sum(len(e["findings"]) for e in KEY["files"])
+
+
+def _stray_quote_export(rows: int) -> str:
+    """A Kibana-style export whose first record's message holds a stray `"`: the record never
+    closes, so every later row is held as part of it, to the end."""
+    out = ['"@timestamp","message"',
+           '"2025-11-12T03:40:05.101Z","[ERROR] GE(1,p):2025-11-12-03:40:05.101.002 [a.cc:1]1 F: said ""hi"  '
+           'ret = 0x5010B009"']
+    out += [f'"2025-11-12T03:40:{i % 60:02d}.101Z","[ERROR] GE(1,p):2025-11-12-03:40:05.101.002 [a.cc:1]1 '
+            f'PullKvBlocks: ret = 0x5010B009 row {i}"' for i in range(rows)]
+    return "\n".join(out) + "\n"
+
+
+def test_a_stray_quote_in_a_csv_export_costs_linear_time():
+    # each line held in the open record re-counted the quotes of all held before it: 20,000 rows
+    # after a stray quote took 52 s
+    import time
+
+    from analyzer.scan.reassembly import Rejoined
+
+    data = _stray_quote_export(20_000).encode()
+    start = time.process_time()
+    out = Rejoined(io.BytesIO(data), "csv").read()
+    assert out == data  # a quote never closed: the lines as they were
+    assert time.process_time() - start < 2.0
+
+
+def test_a_csv_storm_parses_each_row_it_looks_back_at_once(monkeypatch, tmp_path):
+    # each finding unwrapped the 40 rows before it again: a dense export was parsed 40 times over
+    from analyzer.scan.unwrap import Unwrapper
+
+    parsed = []
+    real = Unwrapper.records
+
+    def counted(self, line, around=None):
+        parsed.append(line)
+        return real(self, line, around)
+
+    monkeypatch.setattr(Unwrapper, "records", counted)
+    report = scan_wrapped(tmp_path, _stray_quote_export(300).replace('""hi"', '""hi""'), name="export.csv")
+    assert len(report["findings"]) == 301
+    assert len(parsed) < 3 * 302, len(parsed)
