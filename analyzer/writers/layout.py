@@ -53,9 +53,12 @@ def clip(text: str, width: int) -> str:
 
 
 # A unit of CJK prose that a line may break after: one wide character and the punctuation after it
-# (a line never starts with `，` or `）`), or a run of other non-space characters (a word, a code).
+# (a line never starts with `，` or `）`), or a run of other non-space characters (a word, a code);
+# an opening bracket goes with what follows it (a line never ends with `（`).
 _WIDE_CHARS = "\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
-_UNITS = re.compile(rf"\s+|[{_WIDE_CHARS}][，。；：、）」』！？%]*|[^\s{_WIDE_CHARS}]+[，。；：、）」』！？]*")
+_CLOSERS = "，。；：、）」』》】〉！？"
+_OPENERS = "（「『《【〈"
+_UNITS = re.compile(rf"\s+|[{_OPENERS}]*(?:[{_WIDE_CHARS}][{_CLOSERS}%]*|[^\s{_WIDE_CHARS}]+[{_CLOSERS}]*)")
 
 
 _WIDE = re.compile(f"[{_WIDE_CHARS}]")
