@@ -32,6 +32,22 @@ def _arg(value: str | os.PathLike[str] | bytes) -> str | bytes:
     return value if isinstance(value, bytes) else os.fspath(value)
 
 
+# VmHWM, not getrusage(): ru_maxrss survives exec, so a child of a big pytest process would
+# report pytest's own peak.
+MEASURED = ("import sys; from analyzer.cli import main; sys.argv[0] = 'ddtriage'; out = sys.argv.pop()\n"
+            "try:\n    main()\nfinally:\n"
+            "    hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
+            "    print(hwm, file=open(out, 'w'))")
+
+
+def peak_mib(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> float:
+    """Peak RSS (MiB) of `ddtriage ARGS` run in its own process (Linux)."""
+    where = tmp_path / "peak.txt"
+    subprocess.run([sys.executable, "-c", MEASURED, *args, str(where)], check=False, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=300)
+    return int(where.read_text()) / 1024
+
+
 def one_line_error(stderr: bytes) -> str:
     """The stderr of a failed run: exactly one `ddtriage: error:` line and no traceback."""
     text = stderr.decode("utf-8", "replace")

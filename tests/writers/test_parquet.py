@@ -5,33 +5,14 @@ costs about what the JSON writer's does, not a row group of 65,536 findings held
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from analyzer.writers.parquet import ROW_GROUP
 
-from hostile import FINDING, ROOT
+from hostile import FINDING, peak_mib
 
 pq = pytest.importorskip("pyarrow.parquet")
-# VmHWM, not getrusage(): ru_maxrss survives exec, so a child of a big pytest process would
-# report pytest's own peak.
-MEASURED = ("import sys; from analyzer.cli import main; sys.argv[0] = 'ddtriage'; out = sys.argv.pop()\n"
-            "try:\n    main()\nfinally:\n"
-            "    hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
-            "    print(hwm, file=open(out, 'w'))")
-
-
-def peak_mib(tmp_path, *args: str) -> float:
-    """Peak RSS (MiB) of `ddtriage ARGS` run in its own process."""
-    where = tmp_path / "peak.txt"
-    subprocess.run([sys.executable, "-c", MEASURED, *args, str(where)], check=False, capture_output=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
-    return int(where.read_text()) / 1024
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 def test_a_storm_to_parquet_stays_under_200_mib_in_small_row_groups(tmp_path):
     storm = tmp_path / "storm.log"
