@@ -69,6 +69,11 @@ def _resolve_engine() -> tuple[str, ModuleType | None]:
         raise SystemExit(2)
     if choice == "python":
         return "python", None
+    # The core's allocator (mimalloc) reads these once, as it loads: no transparent huge pages for
+    # its arenas and freed pages given back at once. Its defaults held a 10,000-file scan's parent
+    # at 174 MiB, not 123 (a dense scan's time: +3%). A user's own setting wins.
+    for name, value in (("MIMALLOC_ALLOW_THP", "0"), ("MIMALLOC_PURGE_DELAY", "0")):
+        os.environ.setdefault(name, value)
     try:
         import ddtriage_core as core
     except ImportError as exc:
