@@ -283,7 +283,7 @@ def _versions_table(analysis: Analysis) -> str:
 
 def _first_seen(row: FoldedRow) -> Cell:
     """A row's first time; a time read from the lines before is marked `~` but sorts as a time."""
-    shown = row.first_seen or "" if row.count > 1 else row_time(row)
+    shown = (row.first_seen or "") if row.count > 1 else row_time(row)
     return _e(shown), (row.first_seen if shown.startswith("~") else None)
 
 
