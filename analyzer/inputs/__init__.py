@@ -7,7 +7,7 @@ Stage: inputs. One module per step:
 - `streams`: budgeted, break-tolerant streams (`SafeStream`, `Limits`) and `READ_ERRORS`.
 - `formats`: THE table of compressions, archives and text encodings: magic bytes, suffixes,
   handler. Sniffing, suffix stripping and the unpacker all read it.
-- `codecs`: streaming decompression, UTF-16 re-encoding.
+- `codecs`: streaming decompression, UTF-16 and UTF-32 re-encoding.
 - `readahead`: a compressed file inflated in a background thread, a few blocks ahead.
 - `archives`: tar and zip walkers.
 - `unpack`: `Unpacker`, which drives the table down to text `Leaf` streams.
@@ -16,7 +16,7 @@ Stage: inputs. One module per step:
 """
 
 from .archives import walk_tar, walk_zip
-from .codecs import Codec, Decompressed, Utf16ToUtf8
+from .codecs import Codec, Decompressed, WideToUtf8
 from .formats import FORMATS, Format, decompressed, detect, sniff, strip_archive_suffix, strip_compression_suffix
 from .layout import Layout, layout_of
 from .names import printable
@@ -27,7 +27,7 @@ from .unpack import MAX_DEPTH, Unpacker
 
 __all__ = [
     "FORMATS", "MAX_DEPTH", "READ_ERRORS", "Budget", "Codec", "Decompressed", "Format", "Layout", "Leaf",
-    "LimitExceeded", "Limits", "SafeStream", "Selection", "Source", "StreamError", "Unpacker", "Utf16ToUtf8",
+    "LimitExceeded", "Limits", "SafeStream", "Selection", "Source", "StreamError", "Unpacker", "WideToUtf8",
     "YearHint", "decompressed", "default_paths", "detect", "iter_sources", "layout_of", "printable", "sniff",
     "strip_archive_suffix", "strip_compression_suffix", "walk_tar", "walk_zip", "year_hint",
 ]

@@ -1,4 +1,4 @@
-"""Codecs: streaming decompression and UTF-16 re-encoding.
+"""Codecs: streaming decompression and UTF-16/UTF-32 re-encoding.
 
 Stage: inputs (decoding). `Decompressed` drives any decompressor object (zlib-, bz2-, lzma- or
 zstd-like) described by a `Codec`; which codecs exist, and how each is recognised, is the
@@ -151,27 +151,29 @@ class Decompressed(io.RawIOBase):
         return len(data)
 
 
-class Utf16ToUtf8(io.RawIOBase):
-    """A UTF-16 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line by line.
-    A log that goes on in UTF-8 after a UTF-16 part (a tool appended to it) keeps both: at the first
-    line that does not look like UTF-16 (`looks_utf16`), the rest is passed through as bytes.
-    A bad code unit (a lone surrogate: a string cut mid-pair) costs that unit alone: it reads as
-    U+FFFD, and `bad(count)` is called once at the end when there was any."""
+class WideToUtf8(io.RawIOBase):
+    """A UTF-16 or UTF-32 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line
+    by line. A log that goes on in UTF-8 after a wide part (a tool appended to it) keeps both: at the
+    first line that does not look like the encoding (`looks_utf16`, `looks_utf32`), the rest is
+    passed through as bytes. A bad code unit (a lone surrogate: a string cut mid-pair) costs that
+    unit alone: it reads as U+FFFD, and `bad(count)` is called once at the end when there was any."""
 
-    LOOK = 256  # bytes of a line looked at to tell
+    LOOK = 256  # bytes of a line looked at to tell (a multiple of every unit's size)
 
     def __init__(self, raw: Reader, encoding: str, bad: Callable[[int], None] | None = None) -> None:
         self.raw = raw
         self.little = encoding.endswith("le")
-        self._looks = looks_utf16
-        self._newline = b"\n\x00" if self.little else b"\x00\n"
+        self.unit = 4 if "32" in encoding else 2  # bytes per code unit
+        self._looks = looks_utf32 if self.unit == 4 else looks_utf16
+        newline = b"\n" + b"\x00" * (self.unit - 1)
+        self._newline = newline if self.little else newline[::-1]
         # surrogatepass: a lone surrogate decodes as itself, to be counted and replaced (`_clean`)
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
         self._bad = bad
         self.bad_units = 0
         self._buf = b""
         self._eof = False
-        self._plain = False  # past the UTF-16 part: bytes as they are
+        self._plain = False  # past the wide part: bytes as they are
         self._first = True
         self._done = False
 
@@ -199,7 +201,7 @@ class Utf16ToUtf8(io.RawIOBase):
             if self._eof:
                 try:
                     text = self._clean(self._decoder.decode(b"", final=True))
-                except UnicodeDecodeError:  # an odd byte at the very end
+                except UnicodeDecodeError:  # a part of a code unit at the very end
                     self.bad_units += 1
                     text = "\ufffd"
                 self._decoder.reset()
@@ -224,7 +226,7 @@ class Utf16ToUtf8(io.RawIOBase):
                 self._bad(self.bad_units)
 
     def _convert(self) -> str:
-        """Decode the whole UTF-16 lines at the front of the buffer; stop at a line that is not."""
+        """Decode the whole wide lines at the front of the buffer; stop at a line that is not."""
         out: list[str] = []
         start = 0
         buf = self._buf
@@ -238,7 +240,7 @@ class Utf16ToUtf8(io.RawIOBase):
                 self._plain = True
                 break
             if end == len(buf) and not self._eof:
-                end -= (end - start) % 2  # keep an odd byte for the next read
+                end -= (end - start) % self.unit  # keep a part of a unit for the next read
                 if end == start:
                     break
             out.append(self._decoder.decode(buf[start:end]))
@@ -247,11 +249,11 @@ class Utf16ToUtf8(io.RawIOBase):
         return self._clean("".join(out))
 
     def _line_end(self, buf: bytes, start: int) -> int:
-        """Offset just past the next UTF-16 newline (at an even distance from `start`), or -1."""
+        """Offset just past the next wide newline (a whole number of units from `start`), or -1."""
         pos = buf.find(self._newline, start)
-        while pos != -1 and (pos - start) % 2:
+        while pos != -1 and (pos - start) % self.unit:
             pos = buf.find(self._newline, pos + 1)
-        return -1 if pos == -1 else pos + 2
+        return -1 if pos == -1 else pos + self.unit
 
 
 def looks_utf16(data: bytes, little: bool) -> bool:
@@ -269,5 +271,22 @@ def looks_utf16(data: bytes, little: bool) -> bool:
     try:  # a lone surrogate (a string cut mid-pair) decodes as itself here: a few do not make it binary
         text = data.decode("utf-16-le" if little else "utf-16-be", "surrogatepass")
     except UnicodeDecodeError:
+        return False
+    return len(LONE_SURROGATE.findall(text)) <= max(1, len(text) // 16)
+
+
+def looks_utf32(data: bytes, little: bool) -> bool:
+    """Whether `data` (what follows a BOM, or a later line) reads as UTF-32 text: it decodes (every
+    unit at most U+10FFFF), and at least a quarter of its units are below U+0100, as in any text
+    with ASCII in it. Lone surrogates count as in `looks_utf16`."""
+    data = data[: len(data) // 4 * 4]
+    if len(data) < 8:
+        return False
+    encoding = "utf-32-le" if little else "utf-32-be"
+    try:
+        text = data.decode(encoding, "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    if sum(ch < "\u0100" for ch in text) * 4 < len(text):
         return False
     return len(LONE_SURROGATE.findall(text)) <= max(1, len(text) // 16)

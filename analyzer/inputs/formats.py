@@ -8,7 +8,7 @@ this table, in its order: to add a compression, add its `Codec` and one row here
 
 Imports point one way: `formats` (the table) -> `archives` (walkers) -> `codecs` -> `streams`.
 Neither `codecs` nor `archives` imports this module: what both the table and a codec need
-(`looks_utf16`, which tells UTF-16 from a plain log) lives in `codecs`.
+(`looks_utf16`, `looks_utf32`, which tell UTF-16 and UTF-32 from a plain log) live in `codecs`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import archives
-from .codecs import Codec, Decompressed, Decompressor, looks_utf16
+from .codecs import Codec, Decompressed, Decompressor, looks_utf16, looks_utf32
 from .streams import LimitExceeded, Reader
 
 _zlib: Any
@@ -103,6 +103,28 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
     return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
 
 
+def _mostly_zero32(zeros: list[bytes], text: bytes) -> bool:
+    """UTF-32 without a BOM: ASCII text with three NULs to every byte of text (and the text not NUL)."""
+    n = sum(len(z) for z in zeros)
+    if len(text) < 8:
+        return False
+    return sum(z.count(0) for z in zeros) >= 0.9 * n and text.count(0) <= 0.1 * len(text)
+
+
+def _is_utf32_le(head: bytes, name: str) -> bool:
+    if head.startswith(b"\xff\xfe\x00\x00"):
+        return looks_utf32(head[4:], True)
+    head = head[: len(head) // 4 * 4]
+    return _mostly_zero32([head[1::4], head[2::4], head[3::4]], head[0::4]) and looks_utf32(head, True)
+
+
+def _is_utf32_be(head: bytes, name: str) -> bool:
+    if head.startswith(b"\x00\x00\xfe\xff"):
+        return looks_utf32(head[4:], False)
+    head = head[: len(head) // 4 * 4]
+    return _mostly_zero32([head[0::4], head[1::4], head[2::4]], head[3::4]) and looks_utf32(head, False)
+
+
 def _is_utf16_le(head: bytes, name: str) -> bool:
     if head.startswith(b"\xff\xfe"):
         return looks_utf16(head[2:], True)
@@ -158,6 +180,9 @@ FORMATS: tuple[Format, ...] = (
     Format("7z", _magic(b"7z\xbc\xaf\x27\x1c"), (".7z",), unsupported="7z archive: not supported; unpack it first"),
     Format("rar", _magic(b"Rar!\x1a\x07\x00", b"Rar!\x1a\x07\x01\x00"), (".rar",),
            unsupported="RAR archive: not supported; unpack it first"),
+    # UTF-32 before UTF-16: its little-endian BOM starts like UTF-16's
+    Format("utf-32-le", _is_utf32_le, encoding="utf-32-le"),
+    Format("utf-32-be", _is_utf32_be, encoding="utf-32-be"),
     Format("utf-16-le", _is_utf16_le, encoding="utf-16-le"),
     Format("utf-16-be", _is_utf16_be, encoding="utf-16-be"),
     Format("text", lambda head, name: True),

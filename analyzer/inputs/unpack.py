@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..core.records import Skipped
-from .codecs import Codec, Decompressed, Utf16ToUtf8
+from .codecs import Codec, Decompressed, WideToUtf8
 from .formats import BY_NAME, SNIFF_BYTES, detect, lookalike_note, zip_after_prefix
 from .names import printable
 from .own import OWN_REPORT_HEAD, left_out_reason, own_document
@@ -158,7 +158,7 @@ class Unpacker:
                 self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} without a "
                                 "partner (a lone surrogate) read as U+FFFD; the rest of the file was read")
 
-            stream = SafeStream(Utf16ToUtf8(stream, fmt.encoding, bad), budget)
+            stream = SafeStream(WideToUtf8(stream, fmt.encoding, bad), budget)
         if self.selection.hidden_member(name):
             return
         if self.selection.wanted(name):

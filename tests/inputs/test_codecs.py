@@ -399,8 +399,8 @@ def test_zstd_bomb_is_stopped_too(tmp_path):
     assert result.inputs.bytes <= (10 << 20) + (32 << 20)
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
-def test_utf16_logs(tmp_path, encoding):
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
+def test_wide_logs(tmp_path, encoding):
     path = tmp_path / "export.log"
     path.write_bytes(("noise line\n" + LOG.decode()).encode(encoding))
     result = scan(path)
@@ -469,6 +469,20 @@ def test_utf16_big_endian_lone_surrogate(tmp_path):
     code, report, stderr = scan_cli(log)
     assert marks(report) == [1, 2, 3], stderr
     assert code == 1
+
+
+def test_utf32_lone_surrogate_costs_one_unit(tmp_path):
+    # UTF-32 was read as UTF-16 (its BOM starts alike), or as bytes without one: no code found, no note
+    text = b"".join(planted(n) for n in (1, 2, 3)).decode()
+    body = bytearray(text.encode("utf-32"))
+    cut = 4 + 4 * (len(planted(1)) + 10)  # inside the second line
+    body[cut:cut] = b"\x00\xd8\x00\x00"
+    log = tmp_path / "wide.log"
+    log.write_bytes(bytes(body))
+    code, report, stderr = scan_cli(log)
+    assert marks(report) == [1, 2, 3], stderr
+    assert code == 1
+    assert any("1 code unit of UTF-32-LE" in n for n in reasons(report, "notes")), report["inputs"]
 
 
 @pytest.mark.parametrize("ext", ["gz", "bz2", "xz", "zst"])

@@ -57,6 +57,8 @@ SAMPLES = {
     "rar": b"Rar!\x1a\x07\x01\x00" + bytes(range(256)),
     "utf-16-le": LOG.decode().encode("utf-16-le"),
     "utf-16-be": LOG.decode().encode("utf-16-be"),
+    "utf-32-le": LOG.decode().encode("utf-32-le"),
+    "utf-32-be": LOG.decode().encode("utf-32-be"),
     "text": LOG,
 }
 
@@ -195,6 +197,21 @@ def test_utf16_then_utf8_keeps_both(tmp_path):
     code, report, _ = scan_json(log)
     assert code == 1
     assert numbers(report) == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("encoding", ["utf-32", "utf-32-le", "utf-32-be"])
+def test_utf32_then_utf8_keeps_both(tmp_path, encoding):
+    log = tmp_path / "mixed.log"
+    log.write_bytes("".join(line(n).decode() for n in (1, 2, 3)).encode(encoding) + b"".join(line(n) for n in (4, 5)))
+    code, report, _ = scan_json(log)
+    assert code == 1
+    assert numbers(report) == [1, 2, 3, 4, 5]
+
+
+def test_a_plain_log_starting_like_a_utf32_bom_is_text(tmp_path):
+    log = tmp_path / "odd.log"
+    log.write_bytes(b"\xff\xfe\x00\x00" + b"".join(line(n) for n in (1, 2)))
+    assert numbers(scan_json(log)[1]) == [1, 2]
 
 
 def test_real_utf16_is_still_read(tmp_path):
