@@ -80,10 +80,14 @@ class Counted(Protocol):
     runs only (`keep_all`, a list at a time), then the stream's tally: a whole source's merged in
     the core into `core_unit()` (`ddtriage_core.UnitTally`, where the core has one), else handed
     to `tallied` (`ddtriage_core.Stream.tally`'s shape, which `diagnose.tally.Tally.from_core`
-    reads). `range_part`: the stream is a byte range."""
+    reads). `range_part`: the stream is a byte range; `fingerprint_cap`: the tally's cap on rows
+    (`diagnose.summary.FINGERPRINT_CAP`)."""
 
     @property
     def range_part(self) -> bool: ...
+
+    @property
+    def fingerprint_cap(self) -> int: ...
 
     def core_unit(self) -> Any: ...
 
@@ -327,7 +331,8 @@ class Engine:
             (layout.node, layout.kind, layout.device, layout.pid, layout.anchored, layout.pod, layout.container),
             state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
             (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
-             partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part)
+             partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part,
+            cap=0 if counted is None else counted.fingerprint_cap)
         if history or seeded:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
         # A whole source's tally joins its unit's in the core (`Counted.core_unit`), and only the

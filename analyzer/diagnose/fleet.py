@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.records import Finding, report_key
 from ..detect.fingerprint import message_template
+from . import summary as _summary
 from .summary import ROW_LIMIT, BundleRow, FingerprintRow, bounded
 
 
@@ -35,7 +36,8 @@ class _Bundle:
     first: str | None = None
     last: str | None = None
     nodes: set[str] = field(default_factory=set)
-    prints: set[str] = field(default_factory=set)
+    # its distinct fingerprints; None once more than FINGERPRINT_CAP (a capped tally's: `capped`)
+    prints: set[str] | None = field(default_factory=set)
 
 
 @dataclass
@@ -49,23 +51,33 @@ class _Print:
 
 
 class FleetTally:
-    """Per-bundle counts and per-fingerprint spread, built one finding at a time; mergeable."""
+    """Per-bundle counts and per-fingerprint spread, built one finding at a time; mergeable.
+    `capped` (a `Tally`'s): a bundle's distinct fingerprints are counted up to FINGERPRINT_CAP, then
+    said to be more (its set would grow with a storm of distinct messages)."""
 
-    def __init__(self, findings: Iterable[Finding] = ()) -> None:
+    def __init__(self, findings: Iterable[Finding] = (), capped: bool = False) -> None:
         self.bundles: dict[str | None, _Bundle] = {}
         self.prints: dict[str, _Print] = {}
+        self.capped = capped
         for f in findings:
             self.add(f)
 
-    def add(self, f: Finding) -> None:
-        """Count one finding."""
+    def add(self, f: Finding, row: bool = True) -> None:
+        """Count one finding (`row`: in its fingerprint's row too; the tally's cap says)."""
         b = self.bundles.get(f.bundle)
         if b is None:
             b = self.bundles[f.bundle] = _Bundle()
         b.findings += 1
         b.unrecoverable += f.recoverable is not True
         b.first, b.last = _earlier(b.first, f.timestamp), _later(b.last, f.timestamp)
-        b.prints.add(f.fingerprint)
+        if b.prints is not None:
+            b.prints.add(f.fingerprint)
+            if self.capped and len(b.prints) > _summary.FINGERPRINT_CAP:
+                b.prints = None
+        if f.node:
+            b.nodes.add(f.node)
+        if not row:
+            return
         p = self.prints.get(f.fingerprint)
         if p is None:
             p = self.prints[f.fingerprint] = _Print(f)
@@ -75,15 +87,18 @@ class FleetTally:
         p.first, p.last = _earlier(p.first, f.timestamp), _later(p.last, f.timestamp)
         p.bundles.add(f.bundle)
         if f.node:
-            b.nodes.add(f.node)
             p.nodes.add(f.node)
+
+    def keep_rows(self, largest: str) -> None:
+        """Drop the rows of the fingerprints after `largest` (the tally's cap); per-bundle counts stay."""
+        self.prints = {key: p for key, p in self.prints.items() if key <= largest}
 
     @classmethod
     def from_core(cls, bundles: list[Any], prints: list[Any]) -> FleetTally:
         """A source's per-bundle counts and fingerprints as the compiled core's tally counted them."""
-        fleet = cls()
+        fleet = cls(capped=True)
         for key, findings, bad, first, last, nodes, seen in bundles:
-            fleet.bundles[key] = _Bundle(findings, bad, first, last, set(nodes), set(seen))
+            fleet.bundles[key] = _Bundle(findings, bad, first, last, set(nodes), None if seen is None else set(seen))
         for key, example, findings, first, last, where, nodes in prints:
             fleet.prints[key] = _Print(example, findings, first, last, set(where), set(nodes))
         return fleet
@@ -96,7 +111,10 @@ class FleetTally:
             b.unrecoverable += ob.unrecoverable
             b.first, b.last = _earlier(b.first, ob.first), _later(b.last, ob.last)
             b.nodes |= ob.nodes
-            b.prints |= ob.prints
+            if b.prints is not None:
+                b.prints = None if ob.prints is None else b.prints | ob.prints
+                if self.capped and b.prints is not None and len(b.prints) > _summary.FINGERPRINT_CAP:
+                    b.prints = None
         for key, op in other.prints.items():
             p = self.prints.get(key)
             if p is None:
@@ -114,7 +132,9 @@ class FleetTally:
         rows = []
         for key, b in self.bundles.items():
             nodes, more = bounded(b.nodes)
-            rows.append(BundleRow(key, b.findings, b.unrecoverable, len(b.prints), b.first, b.last, nodes, more))
+            failures = _summary.FINGERPRINT_CAP if b.prints is None else len(b.prints)
+            rows.append(BundleRow(key, b.findings, b.unrecoverable, failures, b.first, b.last, nodes, more,
+                                  more_failures=b.prints is None))
         rows.sort(key=lambda r: (-r.unrecoverable, -r.findings, r.bundle or ""))
         return tuple(rows[:limit]), max(0, len(rows) - limit)
 

@@ -25,6 +25,12 @@ def bounded(names: Iterable[str], limit: int = LIST_LIMIT) -> tuple[tuple[str, .
     ordered = sorted(names)
     return tuple(ordered[:limit]), max(0, len(ordered) - limit)
 
+# Distinct fingerprints a tally keeps rows for (the folded rows, the failures across bundles): a storm
+# of distinct messages (an unmasked id on every line) would otherwise keep one row and an example
+# finding per line. Past it, the rows are those of the FINGERPRINT_CAP smallest fingerprints, each
+# counted whole: a choice by hash, so the same whatever the order, the --jobs or the engine.
+FINGERPRINT_CAP = 10_000
+
 MAX_BURSTS = 1000  # bursts a summary keeps whole; a storm's others are only counted, in `burst_groups`
 
 
@@ -107,10 +113,12 @@ class BundleRow:
     last_seen: str | None
     nodes: tuple[str, ...]  # the first LIST_LIMIT node names, sorted
     more_nodes: int = 0
+    more_failures: bool = False  # more distinct fingerprints than `failures` (FINGERPRINT_CAP) were seen
 
     def to_dict(self) -> dict[str, Any]:
         return {"bundle": self.bundle, "findings": self.findings, "unrecoverable": self.unrecoverable,
-                "failures": self.failures, "first_seen": self.first_seen, "last_seen": self.last_seen,
+                "failures": self.failures, **({"more_failures": True} if self.more_failures else {}),
+                "first_seen": self.first_seen, "last_seen": self.last_seen,
                 "nodes": list(self.nodes), "more_nodes": self.more_nodes}
 
 
@@ -409,6 +417,9 @@ class Summary:
     folded: tuple[FoldedRow, ...] = ()
     burst_count: int = 0  # bursts in all (`bursts` keeps the first MAX_BURSTS of them)
     burst_groups: tuple[BurstGroup, ...] = ()  # every burst, grouped by lead; in the order of `bursts`
+    # 0: `folded` and `fingerprints` cover every fingerprint. N: there were more than N distinct
+    # fingerprints, and they cover the N smallest (FINGERPRINT_CAP), each counted whole.
+    sampled_fingerprints: int = 0
 
     @property
     def ongoing(self) -> int:
@@ -429,5 +440,6 @@ class Summary:
             "more_bundles": self.more_bundles,
             "fingerprints": [r.to_dict() for r in self.fingerprints],
             "more_fingerprints": self.more_fingerprints,
+            **({"sampled_fingerprints": self.sampled_fingerprints} if self.sampled_fingerprints else {}),
             "incidents": [i.to_dict() for i in self.incidents],
         }

@@ -5,11 +5,12 @@ keeps only counts and bounded state: counts by code x API x rule with first/last
 sources; by node; by action; by (fingerprint, node) with first/last time and location (the
 folded storm rows); and bursts of findings per thread (`bursts.Bursts`), each with its probable lead (the earliest
 specific code; generic LLM_FAILED echoes are counted, not kept), non-recoverable bursts first.
-Memory grows with the input's shape (codes, nodes, sources, threads, message templates), never
-with the number of findings. Two tallies over disjoint sources merge (`Tally.merge`) into the
-tally of everything, and the tallies of a file's byte ranges, in order, into the file's
-(`Tally.extend`). Output is a `report.Summary` (frozen records, sorted), so every writer
-renders the same diagnosis deterministically.
+Memory grows with the input's shape (codes, nodes, sources, threads), never with the number of
+findings; rows per fingerprint are kept for at most `summary.FINGERPRINT_CAP` fingerprints (the
+smallest: a bottom-k sample, the same however the findings are split and merged). Two tallies
+over disjoint sources merge (`Tally.merge`) into the tally of everything, and the tallies of a
+file's byte ranges, in order, into the file's (`Tally.extend`). Output is a `report.Summary`
+(frozen records, sorted), so every writer renders the same diagnosis deterministically.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.records import Finding, FindingKey, report_key, shifted
+from . import summary as _summary
 from .bursts import Bursts
 from .bursts import from_core as bursts_from_core
 from .bursts import from_core_unit as bursts_from_core_unit
@@ -29,6 +31,11 @@ from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 
 if TYPE_CHECKING:
     pass
+
+def _LAZY_CAP() -> int:  # noqa: N802 - a constant read late, so that a test may lower the cap
+    """Rows kept before they are cut back to FINGERPRINT_CAP (a cut a row would cost a sort)."""
+    return _summary.FINGERPRINT_CAP + _summary.FINGERPRINT_CAP // 4
+
 
 def summarize(findings: Iterable[Finding]) -> Summary:
     """The summary block every report shows (`findings` in report order)."""
@@ -172,7 +179,7 @@ class Tally:
         self.nodes: dict[str, _NodeAgg] = {}
         self.folds: dict[tuple[str, str | None], _FoldAgg] = {}
         self.bursts = Bursts(range_part)  # range_part: a byte range of a file, for `extend`
-        self.fleet = FleetTally()  # per bundle, and each failure across bundles
+        self.fleet = FleetTally(capped=True)  # per bundle, and each failure across bundles
         # The sources seen, and whether each came in one piece (a name met again after another
         # source, e.g. two archive members of one name, makes the tally unfit to merge).
         self.sources: set[str] = set()
@@ -186,6 +193,13 @@ class Tally:
         # Sources whose findings this tally leaves out (`leave_out`): they are counted once their
         # guessed years are settled, by whoever holds them all (`run.finish`).
         self.untallied: set[str] = set()
+        # The rows kept per fingerprint (`folds`, `fleet.prints`) are capped (`summary.FINGERPRINT_CAP`):
+        # once more were seen, those of the smallest fingerprints are kept, and `largest` is the
+        # largest of them (None: never capped): a finding of a larger one is counted everywhere
+        # but in a row. A row kept is whole: a fingerprint dropped once had `cap` smaller ones
+        # before it, so it can never be among the smallest again. Merges keep the smallest of
+        # both (a bottom-k sample): the rows are the same whatever the order, --jobs or engine.
+        self.largest: str | None = None
 
     def add(self, f: Finding) -> None:
         """Count one finding (each finding once; a source's findings together and in report order,
@@ -220,12 +234,32 @@ class Tally:
         node.unrecoverable += bad
         node.kinds[f.kind] += 1
         node.sources.add(f.source)
-        fold = self.folds.get((f.fingerprint, f.node))
-        if fold is None:
-            fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
-        fold.add(f)
-        self.fleet.add(f)
+        row = self.largest is None or f.fingerprint <= self.largest
+        if row:
+            fold = self.folds.get((f.fingerprint, f.node))
+            if fold is None:
+                fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
+            fold.add(f)
+        self.fleet.add(f, row)
+        if row and len(self.fleet.prints) > _LAZY_CAP():
+            self.cap_rows()
         self.bursts.add(f)
+
+    def cap_rows(self) -> None:
+        """Keep the rows of the FINGERPRINT_CAP smallest fingerprints (`largest` set: there were more)."""
+        cap = _summary.FINGERPRINT_CAP
+        prints = self.fleet.prints
+        if len(prints) <= cap:
+            return
+        self.largest = sorted(prints)[cap - 1]
+        self._keep_rows()
+
+    def _keep_rows(self) -> None:
+        """Drop the rows of the fingerprints after `largest`."""
+        largest = self.largest
+        if largest is not None:
+            self.fleet.keep_rows(largest)
+            self.folds = {key: fold for key, fold in self.folds.items() if key[0] <= largest}
 
     @classmethod
     def from_core(cls, found: tuple[Any, ...]) -> Tally:
@@ -233,8 +267,9 @@ class Tally:
         `core/src/tally.rs`): what feeding its findings to `add` gives (a whole source's bursts
         closed, a byte range's left open for `extend`)."""
         (source, count, unrecoverable, unknown, whole, at, guessed, codes, actions, nodes, folds, bundles, prints,
-         sure, bursts) = found
+         sure, bursts, largest) = found
         tally = cls()
+        tally.largest = largest
         tally.bursts = bursts_from_core(bursts, source)
         tally.count, tally.unrecoverable, tally.unknown, tally.whole, tally.guessed = (
             count, unrecoverable, unknown, whole, guessed)
@@ -263,8 +298,9 @@ class Tally:
         (`ddtriage_core.UnitTally`, `core/src/tally.rs`'s `Unit`): what `merge` of their tallies
         and `leave_out` of those with a guessed year give."""
         (sources, untallied, whole, guessed, count, unrecoverable, unknown, codes, actions, nodes, folds, bundles,
-         prints, sure, bursts) = found
+         prints, sure, bursts, largest) = found
         tally = cls()
+        tally.largest = largest
         tally.sources, tally.untallied, tally.whole, tally.guessed = set(sources), set(untallied), whole, guessed
         tally.count, tally.unrecoverable, tally.unknown = count, unrecoverable, unknown
 
@@ -321,7 +357,23 @@ class Tally:
                 self.folds[fkey].merge(fold)
             else:
                 self.folds[fkey] = fold
+        self._merged_cap(other)
         self.bursts.merge(other.bursts)
+
+    def _merged_cap(self, other: Tally) -> None:
+        """After folding in `other`'s rows: capped if either was, the smallest fingerprints kept
+        (neither's rows past the smaller bound can be among the smallest)."""
+        if other.largest is not None and (self.largest is None or other.largest < self.largest):
+            self.largest = other.largest
+            self._keep_rows()
+        elif self.largest is not None:  # only the other's rows can be past it
+            largest = self.largest
+            for key in [k for k in other.fleet.prints if k > largest]:
+                self.fleet.prints.pop(key, None)
+            for fkey in [k for k in other.folds if k[0] > largest]:
+                self.folds.pop(fkey, None)
+        if len(self.fleet.prints) > _LAZY_CAP():
+            self.cap_rows()
 
     def extend(self, part: Tally, shift: int, findings: Iterable[Finding]) -> bool:
         """Go on with the next byte range of the source this tally counts: `part` is the range's
@@ -367,6 +419,7 @@ class Tally:
         for p in part.fleet.prints.values():
             p.example = shifted(p.example, shift)
         self.fleet.update(part.fleet)
+        self._merged_cap(part)
         return True
 
     def summary(self) -> Summary:
@@ -385,6 +438,7 @@ class Tally:
         # Bursts holding something not known to be recoverable first; then in time order (untimed
         # last), so the story reads forward.
         bursts, groups = self.bursts.result()
+        self.cap_rows()
         folded = sorted((fold.row() for fold in self.folds.values()),
                         key=lambda r: (r.first_source, r.first_line, r.code, r.node or ""))
         bundles, more_bundles = self.fleet.bundle_rows()
@@ -392,4 +446,5 @@ class Tally:
         return Summary(findings=self.count, unrecoverable=self.unrecoverable, unknown_codes=self.unknown,
                        codes=tuple(codes), actions=tuple(actions), nodes=nodes, bursts=bursts,
                        bundles=bundles, more_bundles=more_bundles, fingerprints=prints, more_fingerprints=more_prints,
-                       folded=tuple(folded), burst_count=self.bursts.count, burst_groups=groups)
+                       folded=tuple(folded), burst_count=self.bursts.count, burst_groups=groups,
+                       sampled_fingerprints=0 if self.largest is None else _summary.FINGERPRINT_CAP)

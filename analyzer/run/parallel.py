@@ -32,6 +32,7 @@ from ..core.progress import Progress
 from ..core.records import Finding, InputStats, report_key
 from ..detect.engine import Counted, Engine
 from ..detect.observer import LINK_LINES
+from ..diagnose import summary
 from ..diagnose.bursts import BurstKey, Bursts
 from ..diagnose.summary import MAX_BURSTS
 from ..diagnose.tally import Tally
@@ -350,11 +351,16 @@ class _Batched:
         """Whether the unit is a byte range (its tally leaves its threads' first bursts open)."""
         return self.tally.bursts.range_part
 
+    @property
+    def fingerprint_cap(self) -> int:
+        """The tally's cap on rows kept per fingerprint (read late: a test may lower it)."""
+        return summary.FINGERPRINT_CAP
+
     def core_unit(self) -> Any:
         """The compiled core's tally of this unit's whole sources (`ddtriage_core.UnitTally`), made
         on first use and merged into `tally` by `finish`; None without the core."""
         if self._unit is None:
-            self._unit = blocks.new_core_unit()
+            self._unit = blocks.new_core_unit(self.fingerprint_cap)
         return self._unit
 
     def keep_all(self, found: list[Finding]) -> None:

@@ -188,18 +188,18 @@ def core_detector(*spec: object) -> object | None:
         return None
 
 
-def new_core_stream(*args: object) -> Any:
+def new_core_stream(*args: object, **kwargs: object) -> Any:
     """A stream's engine in the compiled core (`ddtriage_core.Stream`; see `Engine._scan_native`)."""
     assert _core is not None
-    return _core.Stream(*args)
+    return _core.Stream(*args, **kwargs)
 
 
-def new_core_unit() -> Any:
-    """A work unit's tally in the compiled core (`ddtriage_core.UnitTally`), or None where the
-    core does not run here or has none."""
+def new_core_unit(cap: int) -> Any:
+    """A work unit's tally in the compiled core (`ddtriage_core.UnitTally`, rows kept for at most
+    `cap` fingerprints), or None where the core does not run here or has none."""
     if ENGINE != "rust" or _core is None or not hasattr(_core, "UnitTally"):
         return None
-    return _core.UnitTally()
+    return _core.UnitTally(cap)
 
 
 def decode(raw: bytes) -> str:

@@ -294,6 +294,11 @@ def _findings_table(analysis: Analysis, limit: int = MAX_ROWS, where: str = "--f
              (f'<span class="action" style="background:{COLOURS.get(r.action, "#5c677d")}">{_e(r.action)}</span>',
               r.action), (str(r.count), str(r.count))]
             for r in folded[:limit]]
-    return _table(t("h_findings"), [t(f"h_col_{c}") for c in ("where", "node", "first_seen", "code", "api", "action",
-                                                              "count")], rows,
-                  max(0, len(folded) - limit), where, sortable=limit == MAX_ROWS)
+    table = _table(t("h_findings"), [t(f"h_col_{c}") for c in ("where", "node", "first_seen", "code", "api", "action",
+                                                               "count")], rows,
+                   max(0, len(folded) - limit), where, sortable=limit == MAX_ROWS)
+    sampled = analysis.summary.sampled_fingerprints
+    if not sampled:
+        return table
+    head, _, rest = table.partition("</h2>")  # the note under the heading
+    return f'{head}</h2><p class="none">{_e(t("sampled_rows", cap=f"{sampled:,}"))}</p>{rest}'

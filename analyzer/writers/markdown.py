@@ -201,6 +201,8 @@ def _render(analysis: Analysis) -> str:
     out += ["", t("md_findings"), ""]
     if len(s.folded) < s.findings:
         out += [t("md_folded_note"), ""]
+    if s.sampled_fingerprints:
+        out += [t("sampled_rows", cap=f"{s.sampled_fingerprints:,}"), ""]
     out += [t("md_order_note"), "", t("md_findings_head"),
             "|---|---|---|---|---|---|---|---|"]
     folded = sorted(s.folded, key=lambda r: (r.name == "LLM_FAILED", r.recoverable is True, -r.count))

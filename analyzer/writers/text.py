@@ -205,7 +205,9 @@ def _findings(s: Summary, width: int, budget: int | None) -> list[str]:
     head, rows = table(cells, width, header=[t(f"col_{c}") for c in ("count", "code", "api", "action", "rule",
                                                                       "fingerprint", "first")], right=(0,))
     title = t("findings_title_folded" if len(s.folded) < s.findings else "findings_title")
-    return ["", *_wrap(title, "", width), *head] + bounded(rows, budget, total=len(folded), what="more rows")
+    sampled = _wrap(t("sampled_rows", cap=f"{s.sampled_fingerprints:,}"), "", width) if s.sampled_fingerprints else []
+    return ["", *_wrap(title, "", width), *sampled, *head] + bounded(rows, budget, total=len(folded),
+                                                                   what="more rows")
 
 
 def _diagnosis(s: Summary, storm: bool, width: int = WIDTH, full: bool = False) -> list[str]:
@@ -317,7 +319,8 @@ def _by_bundle(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
         nodes = ", ".join(b.nodes) + (f" and {b.more_nodes} more" if b.more_nodes else "")
         blocks.append(_wrap(t("by_bundle_row", bundle=short_source(b.bundle or "(none)", 40),
                               findings=plural(b.findings, "finding"), unrecoverable=b.unrecoverable,
-                              failures=plural(b.failures, "failure"))
+                              failures=t("at_least", n=plural(b.failures, "failure")) if b.more_failures
+                              else plural(b.failures, "failure"))
                             + (f"; {nodes}" if nodes else ""), "  ", width, rest="      "))
     return ["", t("by_bundle_title")] + bounded(blocks, _budget("bundles", full), total=total,
                                                     what="more bundles", indent="  ")

@@ -725,7 +725,7 @@ impl Stream {
 impl Stream {
     #[new]
     #[pyo3(signature = (detector, name, layout, bundle, default_node, year, year_guessed, max_related, callbacks, finding,
-                        tally = None))]
+                        tally = None, cap = 10_000))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -740,6 +740,7 @@ impl Stream {
         callbacks: CallbackRow,
         finding: Py<PyAny>,
         tally: Option<bool>,
+        cap: usize,
     ) -> PyResult<Self> {
         let (node, kind, device, pid, anchored, pod, container) = layout;
         let cfg = StreamCfg {
@@ -790,7 +791,7 @@ impl Stream {
             rules: HashMap::new(),
             texts: HashMap::new(),
             node: cfg_node,
-            tally: tally.map(tally::Tally::new),
+            tally: tally.map(|range_part| tally::Tally::new(range_part, cap)),
             fresh: Fresh::default(),
         })
     }
@@ -941,16 +942,22 @@ pub struct UnitTally {
 
 #[pymethods]
 impl UnitTally {
+    /// Rows kept for at most `cap` fingerprints (`summary.FINGERPRINT_CAP`).
     #[new]
-    fn new() -> Self {
-        UnitTally::default()
+    #[pyo3(signature = (cap = 10_000))]
+    fn new(cap: usize) -> Self {
+        UnitTally {
+            unit: tally::Unit::new(cap),
+        }
     }
 
     /// The tally so far, as `Tally.from_core_unit` reads it, without the kept bursts from `bound`
     /// on (`run.parallel.BurstCut`: they cannot make the cut); this one starts afresh.
     #[pyo3(signature = (bound = None))]
     fn export<'py>(&mut self, py: Python<'py>, bound: Option<tally::BurstKey>) -> PyResult<Bound<'py, PyTuple>> {
-        let mut unit = std::mem::take(&mut self.unit);
+        let cap = self.unit.cap;
+        let mut unit = std::mem::replace(&mut self.unit, tally::Unit::new(cap));
+        unit.cap_rows();
         if let Some(bound) = bound {
             unit.bursts.retain(|(key, _)| *key < bound);
         }
@@ -1119,8 +1126,9 @@ fn open_py<'py>(t: &mut Texts<'py>, b: &tally::OpenBurst<Obj>) -> PyResult<Bound
 }
 
 /// (source, count, unrecoverable, unknown, whole, (line, code) last counted, guessed, codes,
-/// actions, nodes, folds, bundles, prints, sure, bursts): see `Tally.from_core`.
-fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+/// actions, nodes, folds, bundles, prints, sure, bursts, largest): see `Tally.from_core`.
+fn export_tally<'py>(py: Python<'py>, mut t: tally::Tally<Obj>) -> PyResult<Bound<'py, PyTuple>> {
+    t.cap_rows();
     let mut texts = Texts {
         py,
         seen: HashMap::new(),
@@ -1163,7 +1171,7 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
             b.first.as_deref(),
             b.last.as_deref(),
             b.nodes.clone(),
-            b.prints.clone(),
+            (!b.more_prints).then(|| b.prints.clone()),
         ))?;
     }
     let prints = PyList::empty(py);
@@ -1242,6 +1250,7 @@ fn export_tally<'py>(py: Python<'py>, t: tally::Tally<Obj>) -> PyResult<Bound<'p
         prints.into_any(),
         sure.into_any(),
         bursts.into_any(),
+        t.largest.as_deref().into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
 }
@@ -1361,7 +1370,7 @@ fn export_unit<'py>(py: Python<'py>, u: tally::Unit<Obj>) -> PyResult<Bound<'py,
             t.o(b.first.as_deref()),
             t.o(b.last.as_deref()),
             t.list(&b.nodes)?,
-            t.list(&b.prints)?,
+            if b.more_prints { None } else { Some(t.list(&b.prints)?) },
         ))?;
     }
     let prints = PyList::empty(py);
@@ -1419,6 +1428,7 @@ fn export_unit<'py>(py: Python<'py>, u: tally::Unit<Obj>) -> PyResult<Bound<'py,
         prints.into_any(),
         sure.into_any(),
         (u.burst_count, kept, groups).into_pyobject(py)?.into_any(),
+        u.largest.as_deref().into_pyobject(py)?.into_any(),
     ];
     PyTuple::new(py, items)
 }

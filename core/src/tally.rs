@@ -493,6 +493,7 @@ pub struct Bundle {
     pub last: Option<String>,
     pub nodes: Vec<String>,
     pub prints: std::collections::HashSet<String>,
+    pub more_prints: bool, // more than `cap` distinct (`prints` then empty): `_Bundle.prints` None
 }
 
 /// `fleet._Print`.
@@ -548,10 +549,39 @@ pub struct Tally<O> {
     pub at: (i64, String),
     pub sure: Vec<(Option<String>, (Key, String))>,
     pub guessed: u64,
+    // `Tally.largest`: rows (folds, prints) are kept for the `cap` smallest fingerprints once
+    // more were seen; the largest of those (None: never capped).
+    pub cap: usize,
+    pub largest: Option<String>,
+}
+
+/// Rows kept before they are cut back to `cap` (`tally._LAZY_CAP`: a cut costs a sort).
+fn lazy_cap(cap: usize) -> usize {
+    cap.saturating_add(cap / 4)
+}
+
+/// When there are more than `cap` `keys`: `largest` becomes the `cap`-th smallest, and true
+/// (`Tally.cap_rows`).
+fn capped<'a>(keys: impl Iterator<Item = &'a String>, cap: usize, largest: &mut Option<String>) -> bool {
+    let mut all: Vec<&String> = keys.collect();
+    if all.len() <= cap || cap == 0 {
+        return false;
+    }
+    all.sort_unstable();
+    *largest = Some(all[cap - 1].clone());
+    true
+}
+
+/// The smaller of two bounds (None: no bound).
+fn tighter(a: Option<String>, b: Option<String>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl<O: Clone> Tally<O> {
-    pub fn new(range_part: bool) -> Tally<O> {
+    pub fn new(range_part: bool, cap: usize) -> Tally<O> {
         Tally {
             source: None,
             count: 0,
@@ -571,6 +601,32 @@ impl<O: Clone> Tally<O> {
             at: (0, String::new()),
             sure: Vec::new(),
             guessed: 0,
+            cap,
+            largest: None,
+        }
+    }
+
+    /// `Tally.cap_rows`: keep the rows of the `cap` smallest fingerprints.
+    pub fn cap_rows(&mut self) {
+        if capped(self.prints.iter().map(|(k, _)| k), self.cap, &mut self.largest) {
+            self.keep_rows();
+        }
+    }
+
+    /// Drop the rows of the fingerprints after `largest`, and index the rest again.
+    fn keep_rows(&mut self) {
+        let Some(largest) = self.largest.clone() else { return };
+        self.prints.retain(|(k, _)| *k <= largest);
+        self.print_at = self
+            .prints
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
+        self.folds.retain(|((k, _), _)| *k <= largest);
+        self.fold_at.clear();
+        for (i, ((k, _), _)) in self.folds.iter().enumerate() {
+            self.fold_at.entry(k.clone()).or_default().push(i);
         }
     }
 
@@ -658,6 +714,19 @@ impl<O: Clone> Tally<O> {
             Some(slot) => slot.1 += 1,
             None => node.kinds.push((f.kind.to_string(), 1)),
         }
+        let row = self.largest.as_deref().is_none_or(|l| f.fingerprint <= l);
+        if row {
+            self.fold(f, obj);
+        }
+        self.fleet(f, obj, bad, row);
+        if row && self.prints.len() > lazy_cap(self.cap) {
+            self.cap_rows();
+        }
+        self.bursts.add(f, obj);
+    }
+
+    /// The finding's (fingerprint, node) row.
+    fn fold(&mut self, f: &View, obj: &O) {
         let found = self
             .fold_at
             .get(f.fingerprint)
@@ -694,12 +763,10 @@ impl<O: Clone> Tally<O> {
         let stamp = nonempty(f.timestamp).or(nonempty(f.time_hint));
         earlier(&mut fold.first_seen, stamp);
         later(&mut fold.last_seen, stamp);
-        self.fleet(f, obj, bad);
-        self.bursts.add(f, obj);
     }
 
-    /// `FleetTally.add`.
-    fn fleet(&mut self, f: &View, obj: &O, bad: bool) {
+    /// `FleetTally.add` (`row`: in its fingerprint's row too).
+    fn fleet(&mut self, f: &View, obj: &O, bad: bool, row: bool) {
         let b = match self.bundles.iter().position(|(k, _)| k.as_deref() == f.bundle) {
             Some(i) => &mut self.bundles[i].1,
             None => {
@@ -712,6 +779,7 @@ impl<O: Clone> Tally<O> {
                         last: None,
                         nodes: Vec::new(),
                         prints: std::collections::HashSet::new(),
+                        more_prints: false,
                     },
                 ));
                 &mut self.bundles.last_mut().expect("just pushed").1
@@ -721,8 +789,18 @@ impl<O: Clone> Tally<O> {
         b.unrecoverable += u64::from(bad);
         earlier(&mut b.first, nonempty(f.timestamp));
         later(&mut b.last, nonempty(f.timestamp));
-        if !b.prints.contains(f.fingerprint) {
+        if !b.more_prints && !b.prints.contains(f.fingerprint) {
             b.prints.insert(f.fingerprint.to_string());
+            if b.prints.len() > self.cap {
+                b.prints = std::collections::HashSet::new();
+                b.more_prints = true;
+            }
+        }
+        if let Some(node) = nonempty(f.node) {
+            add_unique(&mut b.nodes, node.to_string());
+        }
+        if !row {
+            return;
         }
         let i = match self.print_at.get(f.fingerprint) {
             Some(&i) => i,
@@ -751,7 +829,6 @@ impl<O: Clone> Tally<O> {
             p.bundles.push(own(f.bundle));
         }
         if let Some(node) = nonempty(f.node) {
-            add_unique(&mut b.nodes, node.to_string());
             add_unique(&mut p.nodes, node.to_string());
         }
     }
@@ -811,6 +888,7 @@ pub struct UnitBundle {
     pub last: Option<String>,
     pub nodes: std::collections::BTreeSet<String>,
     pub prints: std::collections::BTreeSet<String>,
+    pub more_prints: bool, // more than `cap` distinct (`prints` then empty): `_Bundle.prints` None
 }
 
 /// `fleet._Print` of several sources.
@@ -858,6 +936,17 @@ impl<K: std::hash::Hash + Eq + Clone, V> Ordered<K, V> {
     pub fn clear(&mut self) {
         self.items.clear();
         self.at.clear();
+    }
+
+    /// Keeps the items whose key passes, in order.
+    pub fn retain(&mut self, keep: impl Fn(&K) -> bool) {
+        self.items.retain(|(k, _)| keep(k));
+        self.at = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (k.clone(), i))
+            .collect();
     }
 
     /// Adds `key` (at the end), or replaces its value where it is.
@@ -950,6 +1039,8 @@ pub struct Unit<O> {
     cutoff: Option<BurstKey>,
     pub burst_count: u64,
     pub groups: Ordered<GroupKey, Group<O>>,
+    pub cap: usize,              // rows kept for at most this many fingerprints (`Tally.largest`)
+    pub largest: Option<String>, // the largest fingerprint whose rows are kept (None: never capped)
 }
 
 impl<O: Clone> Default for Unit<O> {
@@ -973,11 +1064,30 @@ impl<O: Clone> Default for Unit<O> {
             cutoff: None,
             burst_count: 0,
             groups: Ordered::default(),
+            cap: usize::MAX,
+            largest: None,
         }
     }
 }
 
 impl<O: Clone> Unit<O> {
+    pub fn new(cap: usize) -> Unit<O> {
+        Unit { cap, ..Unit::default() }
+    }
+
+    /// `Tally.cap_rows`: keep the rows of the `cap` smallest fingerprints.
+    pub fn cap_rows(&mut self) {
+        if capped(self.prints.iter().map(|(k, _)| k), self.cap, &mut self.largest) {
+            self.keep_rows();
+        }
+    }
+
+    fn keep_rows(&mut self) {
+        let Some(largest) = self.largest.clone() else { return };
+        self.prints.retain(|k| *k <= largest);
+        self.folds.retain(|(k, _)| *k <= largest);
+    }
+
     /// `_Batched.tallied` of a whole source's tally (its bursts closed): left out where one of
     /// its findings' years was guessed (`Tally.leave_out`), else merged (`Tally.merge`). A tally
     /// of no finding changes nothing.
@@ -1041,7 +1151,16 @@ impl<O: Clone> Unit<O> {
                 }
             }
         }
-        for (key, fold) in t.folds {
+        // `Tally._merged_cap`: capped if either was; no row past the smaller bound is kept
+        let bound = tighter(self.largest.clone(), t.largest.clone());
+        if bound != self.largest {
+            self.largest = bound;
+            self.keep_rows();
+        }
+        let row = |k: &String| self.largest.as_ref().is_none_or(|l| k <= l);
+        let folds: Vec<_> = t.folds.into_iter().filter(|((k, _), _)| row(k)).collect();
+        let prints: Vec<_> = t.prints.into_iter().filter(|(k, _)| row(k)).collect();
+        for (key, fold) in folds {
             let last_at = (source.clone(), fold.last_at.0, fold.last_at.1);
             match self.folds.get_mut(&key) {
                 None => {
@@ -1080,9 +1199,16 @@ impl<O: Clone> Unit<O> {
             earlier(&mut mine.first, b.first.as_deref());
             later(&mut mine.last, b.last.as_deref());
             mine.nodes.extend(b.nodes);
-            mine.prints.extend(b.prints);
+            mine.more_prints |= b.more_prints;
+            if !mine.more_prints {
+                mine.prints.extend(b.prints);
+            }
+            if mine.more_prints || mine.prints.len() > self.cap {
+                mine.prints.clear();
+                mine.more_prints = true;
+            }
         }
-        for (key, p) in t.prints {
+        for (key, p) in prints {
             match self.prints.get_mut(&key) {
                 None => {
                     self.prints.insert(
@@ -1110,6 +1236,9 @@ impl<O: Clone> Unit<O> {
                     mine.nodes.extend(p.nodes);
                 }
             }
+        }
+        if self.prints.items.len() > lazy_cap(self.cap) {
+            self.cap_rows();
         }
         let b = t.bursts;
         for (key, burst) in b.bursts {

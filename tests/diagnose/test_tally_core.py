@@ -14,6 +14,7 @@ import pytest
 from analyzer.core.records import Finding, InputStats
 from analyzer.detect import engine as engine_module
 from analyzer.detect.engine import Engine
+from analyzer.diagnose import summary
 from analyzer.diagnose.bursts import Bursts
 from analyzer.diagnose.tally import Tally
 from analyzer.knowledge.rules import RuleSet
@@ -39,6 +40,10 @@ class Counted:
     def range_part(self) -> bool:
         return self._range
 
+    @property
+    def fingerprint_cap(self) -> int:
+        return summary.FINGERPRINT_CAP
+
     def keep_all(self, found: list[Finding]) -> None:
         self.kept += found
 
@@ -54,7 +59,7 @@ class UnitCounted(Counted):
 
     def __init__(self) -> None:
         super().__init__(False)
-        self.unit = blocks.new_core_unit()
+        self.unit = blocks.new_core_unit(summary.FINGERPRINT_CAP)
         assert self.unit is not None
 
     def core_unit(self) -> Any:
@@ -170,7 +175,7 @@ def test_runs_read_alike_whoever_tallies(monkeypatch: pytest.MonkeyPatch, tmp_pa
         (tmp_path / f"node-{k + 2}" / "plog.log").write_text(big[: 20000 * (k + 1)] + ("本地\n" if k == 1 else ""))
     monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 0)
     native = render_report("json", api.analyze([str(tmp_path)], jobs=jobs))
-    monkeypatch.setattr(blocks, "new_core_unit", lambda: None)  # each stream's tally handed over
+    monkeypatch.setattr(blocks, "new_core_unit", lambda cap: None)  # each stream's tally handed over
     assert render_report("json", api.analyze([str(tmp_path)], jobs=jobs)) == native
     monkeypatch.setattr(engine_module, "CORE_TALLY_MIN", 1 << 62)  # never: every finding tallied in Python
     assert render_report("json", api.analyze([str(tmp_path)], jobs=jobs)) == native
@@ -200,6 +205,22 @@ def test_the_core_merges_a_units_sources_as_python_does(monkeypatch: pytest.Monk
     """Several whole sources of one unit (in any order of names, a name now and then twice, some
     with a guessed year): the core's unit tally (`UnitTally`, `Tally.from_core_unit`) is what
     Python's tallies of each give, merged (`Tally.merge`) or left out (`Tally.leave_out`)."""
+    _unit_against_python(monkeypatch, streams)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(streams=st.lists(st.tuples(
+    st.lists(st.tuples(st.sampled_from(HEADS), st.lists(st.sampled_from(BODIES), min_size=1, max_size=3)),
+             min_size=1, max_size=30),
+    st.sampled_from(YEARS), st.integers(0, 4)), min_size=1, max_size=6), cap=st.integers(1, 4))
+def test_the_core_caps_rows_per_fingerprint_as_python_does(monkeypatch: pytest.MonkeyPatch, streams, cap) -> None:
+    """The same with rows kept for a few fingerprints only (`summary.FINGERPRINT_CAP`): each
+    source's tally and the unit's keep the rows of the smallest, and say so, as Python's do."""
+    monkeypatch.setattr(summary, "FINGERPRINT_CAP", cap)
+    _unit_against_python(monkeypatch, streams)
+
+
+def _unit_against_python(monkeypatch: pytest.MonkeyPatch, streams: list[Any]) -> None:
     monkeypatch.setattr(blocks, "ENGINE", "rust")
     engine = Engine(RuleSet.load())
     sink = UnitCounted()
