@@ -32,8 +32,10 @@ from .summary import LIST_LIMIT, ActionRow, CodeRow, FoldedRow, NodeRow, Summary
 if TYPE_CHECKING:
     pass
 
-def _LAZY_CAP() -> int:  # noqa: N802 - a constant read late, so that a test may lower the cap
-    """Rows kept before they are cut back to FINGERPRINT_CAP (a cut a row would cost a sort)."""
+
+def _rows_before_cut() -> int:
+    """Rows kept before they are cut back to FINGERPRINT_CAP (cutting at each new row would sort
+    them each time)."""
     return _summary.FINGERPRINT_CAP + _summary.FINGERPRINT_CAP // 4
 
 
@@ -200,6 +202,7 @@ class Tally:
         # before it, so it can never be among the smallest again. Merges keep the smallest of
         # both (a bottom-k sample): the rows are the same whatever the order, --jobs or engine.
         self.largest: str | None = None
+        self._lazy_cap = _rows_before_cut()  # read late: a test may lower the cap
 
     def add(self, f: Finding) -> None:
         """Count one finding (each finding once; a source's findings together and in report order,
@@ -241,7 +244,7 @@ class Tally:
                 fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
             fold.add(f)
         self.fleet.add(f, row)
-        if row and len(self.fleet.prints) > _LAZY_CAP():
+        if row and len(self.fleet.prints) > self._lazy_cap:
             self.cap_rows()
         self.bursts.add(f)
 
@@ -372,7 +375,7 @@ class Tally:
                 self.fleet.prints.pop(key, None)
             for fkey in [k for k in other.folds if k[0] > largest]:
                 self.folds.pop(fkey, None)
-        if len(self.fleet.prints) > _LAZY_CAP():
+        if len(self.fleet.prints) > self._lazy_cap:
             self.cap_rows()
 
     def extend(self, part: Tally, shift: int, findings: Iterable[Finding]) -> bool:

@@ -555,7 +555,7 @@ pub struct Tally<O> {
     pub largest: Option<String>,
 }
 
-/// Rows kept before they are cut back to `cap` (`tally._LAZY_CAP`: a cut costs a sort).
+/// Rows kept before they are cut back to `cap` (`tally._rows_before_cut`: a cut costs a sort).
 fn lazy_cap(cap: usize) -> usize {
     cap.saturating_add(cap / 4)
 }
