@@ -23,6 +23,18 @@ WIDE_FEED = 1 << 20  # compressed bytes per call when read ahead in a thread (`w
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # a UTF-16 code unit without its partner, once decoded
 
 
+def _bad_unit(exc: UnicodeError) -> tuple[str, int]:
+    """A code unit of wide text that is no character (a lone surrogate, a UTF-32 value past
+    U+10FFFF, a unit cut at the end) reads as one lone surrogate: `WideToUtf8._clean` counts it
+    and shows U+FFFD. Stateless, so streams in threads share it."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "\udfff", exc.end
+
+
+codecs.register_error("ddtriage-bad-unit", _bad_unit)
+
+
 @dataclass(frozen=True)
 class Codec:
     """How to decompress one compression format."""
@@ -154,9 +166,10 @@ class Decompressed(io.RawIOBase):
 class WideToUtf8(io.RawIOBase):
     """A UTF-16 or UTF-32 log (Windows tools, some exporters) re-encoded as UTF-8 on the fly, line
     by line. A log that goes on in UTF-8 after a wide part (a tool appended to it) keeps both: at the
-    first line that does not look like the encoding (`looks_utf16`, `looks_utf32`), the rest is
-    passed through as bytes. A bad code unit (a lone surrogate: a string cut mid-pair) costs that
-    unit alone: it reads as U+FFFD, and `bad(count)` is called once at the end when there was any."""
+    first line that reads as UTF-8 and holds no NUL (`still_wide`: wide text of any script has
+    them, or is no UTF-8), the rest is passed through as bytes. A bad code unit (a lone surrogate:
+    a string cut mid-pair; a UTF-32 value past U+10FFFF; a unit cut at the end) costs that unit
+    alone: it reads as U+FFFD, and `bad(count)` is called once at the end when there was any."""
 
     LOOK = 256  # bytes of a line looked at to tell (a multiple of every unit's size)
 
@@ -164,11 +177,10 @@ class WideToUtf8(io.RawIOBase):
         self.raw = raw
         self.little = encoding.endswith("le")
         self.unit = 4 if "32" in encoding else 2  # bytes per code unit
-        self._looks = looks_utf32 if self.unit == 4 else looks_utf16
         newline = b"\n" + b"\x00" * (self.unit - 1)
         self._newline = newline if self.little else newline[::-1]
-        # surrogatepass: a lone surrogate decodes as itself, to be counted and replaced (`_clean`)
-        self._decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
+        # a unit that is no character decodes as a lone surrogate, to be counted and replaced (`_clean`)
+        self._decoder = codecs.getincrementaldecoder(encoding)(errors="ddtriage-bad-unit")
         self._bad = bad
         self.bad_units = 0
         self._buf = b""
@@ -198,12 +210,8 @@ class WideToUtf8(io.RawIOBase):
                 return text.encode("utf-8")
             if self._plain:
                 continue
-            if self._eof:
-                try:
-                    text = self._clean(self._decoder.decode(b"", final=True))
-                except UnicodeDecodeError:  # a part of a code unit at the very end
-                    self.bad_units += 1
-                    text = "\ufffd"
+            if self._eof:  # a part of a code unit at the very end is a bad unit
+                text = self._clean(self._decoder.decode(b"", final=True))
                 self._decoder.reset()
                 self._finish()
                 return text.encode("utf-8")
@@ -236,7 +244,7 @@ class WideToUtf8(io.RawIOBase):
                 break  # wait for the rest of the line
             end = len(buf) if end == -1 else end
             look = buf[start:min(end, start + self.LOOK)]
-            if (len(look) >= 16 or (self._eof and end == len(buf))) and not self._looks(look, self.little):
+            if not still_wide(look):
                 self._plain = True
                 break
             if end == len(buf) and not self._eof:
@@ -254,6 +262,19 @@ class WideToUtf8(io.RawIOBase):
         while pos != -1 and (pos - start) % self.unit:
             pos = buf.find(self._newline, pos + 1)
         return -1 if pos == -1 else pos + self.unit
+
+
+def still_wide(line: bytes) -> bool:
+    """Whether a line met in a wide part (its first bytes) is still wide text: it holds a NUL (any
+    UTF-32, and UTF-16 with a Latin letter, digit, blank or newline), or it is no UTF-8. A UTF-8 or
+    ASCII line holds no NUL; wide text of other scripts (a Chinese line) is no UTF-8."""
+    if b"\x00" in line:
+        return True
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(line)  # a character cut at the end may follow
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def looks_utf16(data: bytes, little: bool) -> bool:
@@ -276,17 +297,20 @@ def looks_utf16(data: bytes, little: bool) -> bool:
 
 
 def looks_utf32(data: bytes, little: bool) -> bool:
-    """Whether `data` (what follows a BOM, or a later line) reads as UTF-32 text: it decodes (every
-    unit at most U+10FFFF), and at least a quarter of its units are below U+0100, as in any text
-    with ASCII in it. Lone surrogates count as in `looks_utf16`."""
+    """Whether `data` (what follows a BOM, or a file's first bytes) reads as UTF-32 text: at most
+    one unit in 16 is no character (past U+10FFFF, or a surrogate), and not every one is U+0000.
+    Any script passes; a plain log never does (its every fourth byte is no NUL)."""
     data = data[: len(data) // 4 * 4]
     if len(data) < 8:
         return False
-    encoding = "utf-32-le" if little else "utf-32-be"
-    try:
-        text = data.decode(encoding, "surrogatepass")
-    except UnicodeDecodeError:
-        return False
-    if sum(ch < "\u0100" for ch in text) * 4 < len(text):
+    text = data.decode("utf-32-le" if little else "utf-32-be", "ddtriage-bad-unit")
+    if not text.strip("\x00"):
         return False
     return len(LONE_SURROGATE.findall(text)) <= max(1, len(text) // 16)
+
+
+def reads_as_text(text: str) -> bool:
+    """Whether decoded text looks like text, not numbers of a binary file read as characters:
+    nine characters in ten printable or blanks."""
+    shown = sum(ch.isprintable() or ch in "\t\r\n" for ch in text)
+    return shown * 10 >= len(text) * 9

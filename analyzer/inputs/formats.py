@@ -8,7 +8,7 @@ this table, in its order: to add a compression, add its `Codec` and one row here
 
 Imports point one way: `formats` (the table) -> `archives` (walkers) -> `codecs` -> `streams`.
 Neither `codecs` nor `archives` imports this module: what both the table and a codec need
-(`looks_utf16`, `looks_utf32`, which tell UTF-16 and UTF-32 from a plain log) live in `codecs`.
+(`looks_utf16`, `looks_utf32`, `still_wide`, which tell wide text from a plain log) live in `codecs`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import archives
-from .codecs import Codec, Decompressed, Decompressor, looks_utf16, looks_utf32
+from .codecs import (
+    LONE_SURROGATE,
+    Codec,
+    Decompressed,
+    Decompressor,
+    looks_utf16,
+    looks_utf32,
+    reads_as_text,
+    still_wide,
+)
 from .streams import LimitExceeded, Reader
 
 _zlib: Any
@@ -103,37 +112,50 @@ def _mostly_zero(zeros: bytes, text: bytes) -> bool:
     return zeros.count(0) >= 0.9 * len(zeros) and text.count(0) <= 0.1 * len(text)
 
 
-def _mostly_zero32(zeros: list[bytes], text: bytes) -> bool:
-    """UTF-32 without a BOM: ASCII text with three NULs to every byte of text (and the text not NUL)."""
-    n = sum(len(z) for z in zeros)
-    if len(text) < 8:
-        return False
-    return sum(z.count(0) for z in zeros) >= 0.9 * n and text.count(0) <= 0.1 * len(text)
-
-
 def _is_utf32_le(head: bytes, name: str) -> bool:
     if head.startswith(b"\xff\xfe\x00\x00"):
         return looks_utf32(head[4:], True)
-    head = head[: len(head) // 4 * 4]
-    return _mostly_zero32([head[1::4], head[2::4], head[3::4]], head[0::4]) and looks_utf32(head, True)
+    return _utf32_without_bom(head, True)
 
 
 def _is_utf32_be(head: bytes, name: str) -> bool:
     if head.startswith(b"\x00\x00\xfe\xff"):
         return looks_utf32(head[4:], False)
+    return _utf32_without_bom(head, False)
+
+
+def _utf32_without_bom(head: bytes, little: bool) -> bool:
+    """UTF-32 without a BOM: a NUL as every fourth byte (the top byte of each unit), units that are
+    characters, and text, not the small numbers of a binary file."""
     head = head[: len(head) // 4 * 4]
-    return _mostly_zero32([head[0::4], head[1::4], head[2::4]], head[3::4]) and looks_utf32(head, False)
+    top = head[3::4] if little else head[0::4]
+    if len(top) < 4 or top.count(0) < 0.9 * len(top) or not looks_utf32(head, little):
+        return False
+    return reads_as_text(head.decode("utf-32-le" if little else "utf-32-be", "ddtriage-bad-unit"))
+
+
+def _utf16_after_bom(data: bytes, little: bool) -> bool:
+    """What follows a UTF-16 BOM is UTF-16: ASCII-rich (`looks_utf16`), or text of another script
+    (a Chinese first line) that is no plain log: no UTF-8, even without its NULs (a plain log
+    that starts with FF FE 00 00 is UTF-8 once those are gone)."""
+    if looks_utf16(data, little):
+        return True
+    data = data[: len(data) // 2 * 2]
+    if len(data) < 4 or not still_wide(data.replace(b"\x00", b"")):
+        return False
+    text = data.decode("utf-16-le" if little else "utf-16-be", "ddtriage-bad-unit")
+    return len(LONE_SURROGATE.findall(text)) <= max(1, len(text) // 16) and reads_as_text(text)
 
 
 def _is_utf16_le(head: bytes, name: str) -> bool:
     if head.startswith(b"\xff\xfe"):
-        return looks_utf16(head[2:], True)
+        return _utf16_after_bom(head[2:], True)
     return _mostly_zero(head[1::2], head[0::2])
 
 
 def _is_utf16_be(head: bytes, name: str) -> bool:
     if head.startswith(b"\xfe\xff"):
-        return looks_utf16(head[2:], False)
+        return _utf16_after_bom(head[2:], False)
     return _mostly_zero(head[0::2], head[1::2])
 
 

@@ -155,8 +155,9 @@ class Unpacker:
             return
         if fmt.encoding is not None:
             def bad(units: int, name: str = name, encoding: str = fmt.encoding) -> None:
-                self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} without a "
-                                "partner (a lone surrogate) read as U+FFFD; the rest of the file was read")
+                self.note(name, f"{units} code unit{'s' if units != 1 else ''} of {encoding.upper()} that "
+                                f"{'are' if units != 1 else 'is'} no character (a lone surrogate, a unit cut short "
+                                "or past U+10FFFF) read as U+FFFD; the rest of the file was read")
 
             stream = SafeStream(WideToUtf8(stream, fmt.encoding, bad), budget)
         if self.selection.hidden_member(name):

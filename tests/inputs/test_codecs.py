@@ -505,3 +505,74 @@ def test_a_second_gzip_member_cut_off_is_still_a_skipped_input(tmp_path):
     assert marks(report) == [1]
     assert reasons(report) == [f"{path}: stopped after 1 lines: compressed file ended before the end-of-stream "
                                "marker was reached"]
+
+
+# --- wide text of any script: a Chinese line, a bad unit or a short last line loses nothing ------
+
+ZH = "错误：连接超时\n"  # a line with no ASCII letter, digit or blank: no NUL in UTF-16
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32", "utf-32-be"])
+def test_a_chinese_line_keeps_the_lines_after_it(tmp_path, encoding):
+    # a line with fewer than a quarter ASCII characters ended the wide part: the rest was read as
+    # bytes, NULs between the letters, and its codes were lost without a note
+    text = planted(1).decode() + ZH + planted(3).decode() + "🙂🙂🙂\n" + planted(5).decode()
+    log = tmp_path / "zh.log"
+    log.write_bytes(text.encode(encoding))
+    code, report, stderr = scan_cli(log)
+    assert marks(report) == [1, 3, 5], stderr
+    assert report["inputs"]["lines"] == 5 and not reasons(report, "notes")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-32-le"])  # a BOM, and none
+def test_a_chinese_first_line_is_still_wide(tmp_path, encoding):
+    # what follows the BOM (or the first bytes) had to be mostly ASCII to be taken for wide text
+    log = tmp_path / "zh-first.log"
+    log.write_bytes((ZH * 20 + planted(21).decode()).encode(encoding))
+    code, report, stderr = scan_cli(log)
+    assert [f["line"] for f in report["findings"]] == [21], stderr
+
+
+def _utf32(lines: list[str], bad: dict[int, bytes]) -> bytes:
+    """UTF-32-LE with a BOM; `bad[n]`: raw units put in the middle of line n."""
+    out = bytearray(b"\xff\xfe\x00\x00")
+    for n, line in enumerate(lines, 1):
+        body = line.encode("utf-32-le")
+        if n in bad:
+            cut = len(body) // 2 // 4 * 4
+            body = body[:cut] + bad[n] + body[cut:]
+        out += body
+    return bytes(out)
+
+
+@pytest.mark.parametrize("unit", [b"\x00\x00\x11\x00", b"\xff\xff\xff\xff", b"\x00\xd8\x00\x00"])
+@pytest.mark.parametrize("where", [1, 2])
+def test_a_utf32_unit_that_is_no_character_costs_that_unit(tmp_path, unit, where):
+    # past U+10FFFF: the decoder raised, and the file was skipped ("stopped after 0 lines") or,
+    # early in a line, the rest was read as bytes without a note
+    lines = [planted(1).decode(), "x" * 300 + "\n", planted(3).decode()]
+    log = tmp_path / "bad.log"
+    log.write_bytes(_utf32(lines, {where: unit}))
+    code, report, stderr = scan_cli(log)
+    assert marks(report) == [1, 3], stderr
+    assert report["inputs"]["lines"] == 3 and report["inputs"]["skipped"] == []
+    assert any("1 code unit of UTF-32-LE" in n and "U+FFFD" in n for n in reasons(report, "notes"))
+
+
+def test_two_lone_surrogates_in_a_short_line(tmp_path):
+    body = planted(1).decode().encode("utf-16-le") + LONE["high"] + LONE["high"] + "\n".encode("utf-16-le")
+    log = tmp_path / "two.log"
+    log.write_bytes(b"\xff\xfe" + body + planted(3).decode().encode("utf-16-le"))
+    code, report, stderr = scan_cli(log)
+    assert marks(report) == [1, 3], stderr
+    assert any("2 code units of UTF-16-LE" in n for n in reasons(report, "notes"))
+
+
+@pytest.mark.parametrize("tail", [b"A\x00\x00\x00", b"A\x00\x00"])
+def test_a_short_last_utf32_line_is_decoded(tmp_path, tail):
+    # a last line under 8 bytes went through as bytes: "A\x00\x00", and a cut unit had no note
+    log = tmp_path / "short.log"
+    log.write_bytes(planted(1).decode().encode("utf-32") + tail)
+    code, report, stderr = scan_cli(log)
+    assert marks(report) == [1] and report["inputs"]["lines"] == 2, stderr
+    assert bool(reasons(report, "notes")) == (len(tail) % 4 != 0)
