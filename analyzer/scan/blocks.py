@@ -392,8 +392,27 @@ class Prefilter:
             for regex in self._regexes:
                 for m in regex.finditer(buf, begin, end):
                     full.add(max(buf.rfind(b"\n", begin, m.start()) + 1, begin))
+        if buf.find(b"\x00", begin, end) != -1:
+            self._nul_lines(buf, begin, end, full, facts)
         facts -= full
         return sorted(full | facts), facts
+
+    def _nul_lines(self, buf: bytes, begin: int, end: int, full: set[int], facts: set[int]) -> None:
+        """Lines of buf[begin:end] that hold a NUL are searched again without their NULs: text
+        read as a line drops them (`decode`), and UTF-16 or UTF-32 text after UTF-8 (a tool
+        appended to the log) is ASCII with NULs between its letters."""
+        pos = buf.find(b"\x00", begin, end)
+        while pos != -1:
+            start = max(buf.rfind(b"\n", begin, pos) + 1, begin)
+            stop = buf.find(b"\n", pos, end)
+            stop = end if stop == -1 else stop
+            if start not in full:
+                line = buf[start:stop].replace(b"\x00", b"")
+                if any(lit in line for lit in self.literals) or any(r.search(line) for r in self._regexes):
+                    full.add(start)
+                elif any(lit in line for lit in self.fact_literals):
+                    facts.add(start)
+            pos = buf.find(b"\x00", stop, end)
 
 
 def _hs_escape(literal: bytes) -> bytes:

@@ -383,7 +383,55 @@ impl Core {
                 }
             }
         }
+        if memchr(0, &hay[begin..]).is_some() {
+            self.nul_lines(hay, begin, &mut out);
+        }
         out
+    }
+
+    /// `Prefilter._nul_lines`: the lines of hay[begin..] that hold a NUL, searched again without
+    /// their NULs (a line's text drops them; UTF-16 or UTF-32 text after UTF-8 is ASCII with NULs
+    /// between its letters). Each becomes a candidate, or a full one, where its NUL-less bytes say.
+    fn nul_lines(&self, hay: &[u8], begin: usize, out: &mut Vec<Line>) {
+        let end = hay.len();
+        let mut pos = begin;
+        while let Some(i) = memchr(0, &hay[pos..end]) {
+            let at = pos + i;
+            let start = memrchr(b'\n', &hay[begin..at]).map_or(begin, |j| begin + j + 1);
+            let stop = memchr(b'\n', &hay[at..end]).map_or(end, |j| at + j);
+            pos = stop;
+            let found = out.binary_search_by(|l| l.start.cmp(&start));
+            if matches!(found, Ok(k) if !out[k].facts_only) {
+                continue;
+            }
+            let line: Vec<u8> = hay[start..stop].iter().copied().filter(|&b| b != 0).collect();
+            let (mut any, mut full) = (false, self.regexes.iter().any(|re| re.is_match(&line)));
+            if let Some(ac) = &self.ac {
+                let mut from = 0;
+                while !full && from < line.len() {
+                    match ac.find(Input::new(&line).span(from..line.len())) {
+                        Some(m) => {
+                            any = true;
+                            full = m.pattern().as_usize() < self.n_full;
+                            from = m.start() + 1;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            match found {
+                Ok(k) => out[k].facts_only &= !full,
+                Err(k) if any || full => out.insert(
+                    k,
+                    Line {
+                        start,
+                        stop,
+                        facts_only: !full,
+                    },
+                ),
+                Err(_) => {}
+            }
+        }
     }
 
     /// The candidate lines of hay[begin..] by the trigram index: the same as the Aho-Corasick loop.

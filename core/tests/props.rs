@@ -51,7 +51,8 @@ fn core_of(codes: &[&[u8]], facts: &[&[u8]]) -> prefilter::Core {
     prefilter::Core::new(Some(ac), codes.len(), Vec::new(), literals)
 }
 
-/// The lines of buf[begin..] that hold a literal, by brute force: (start, stop, facts only).
+/// The lines of buf[begin..] that hold a literal, by brute force: (start, stop, facts only). A
+/// line is searched without its NULs (what a line's text is; no literal holds a NUL).
 fn reference(buf: &[u8], begin: usize, extra: &[&[u8]]) -> Vec<(usize, usize, bool)> {
     reference_of(
         buf,
@@ -66,8 +67,8 @@ fn reference_of(buf: &[u8], begin: usize, codes: &[&[u8]], facts: &[&[u8]]) -> V
     let mut start = begin;
     while start < buf.len() || (start == begin && begin < buf.len()) {
         let stop = memchr::memchr(b'\n', &buf[start..]).map_or(buf.len(), |i| start + i);
-        let line = &buf[start..stop];
-        let holds = |l: &&[u8]| memmem::find(line, l).is_some();
+        let line: Vec<u8> = buf[start..stop].iter().copied().filter(|&b| b != 0).collect();
+        let holds = |l: &&[u8]| memmem::find(&line, l).is_some();
         let full = codes.iter().any(holds);
         if full || facts.iter().any(holds) {
             out.push((start, stop, !full));

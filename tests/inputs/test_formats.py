@@ -208,6 +208,17 @@ def test_utf32_then_utf8_keeps_both(tmp_path, encoding):
     assert numbers(report) == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
+def test_wide_text_after_utf8_keeps_its_codes(tmp_path, encoding):
+    # a tool appended UTF-16/32 text to a UTF-8 log: the format is told from the first bytes only,
+    # so that part was read as bytes, NULs between the letters, and its codes were lost silently
+    log = tmp_path / "appended.log"
+    log.write_bytes(b"".join(line(n) for n in (1, 2)) + "".join(line(n).decode() for n in (3, 4, 5)).encode(encoding))
+    code, report, _ = scan_json(log)
+    assert code == 1
+    assert numbers(report) == [1, 2, 3, 4, 5]
+
+
 def test_a_plain_log_starting_like_a_utf32_bom_is_text(tmp_path):
     log = tmp_path / "odd.log"
     log.write_bytes(b"\xff\xfe\x00\x00" + b"".join(line(n) for n in (1, 2)))

@@ -100,6 +100,10 @@ CRAFTED = {
     "long line, literal at the cut": b"q" * 4000 + b"4294967295" + b"q" * 100 + b"0x5010" + b"w" * 30 + b"\nz\n",
     "long final line": b"head\n" + b"0x5010 " * 2000,
     "history": b"".join(b"%05d some noise line of text\n" % i for i in range(4000)) + b"errno 1\n",
+    # a literal with NULs in it: the line is searched again without them
+    "nul inside literals": b"a 0x50\x0010 x\nlo\x00cal ip 1\nole\x00 LLM\x00_\nE\x001\x009\x00\n\x00\x00\n",
+    "utf-16 after utf-8": b"a 0x5010\n" + "b LLM_X\nlocal ip 1\nc\nerrno 2\n".encode("utf-16-le"),
+    "utf-32 after utf-8": b"a 0x5010\n" + "b 4294967295\nremote = 3\n".encode("utf-32-be"),
 }
 BLOCKS = [1, 3, 7, 64, 1000, 4096, 1 << 20]
 
