@@ -36,7 +36,7 @@ class _Bundle:
     first: str | None = None
     last: str | None = None
     nodes: set[str] = field(default_factory=set)
-    # its distinct fingerprints; None once more than FINGERPRINT_CAP (a capped tally's: `capped`)
+    # its distinct fingerprints; None once more than `bundle_failures_cap()` (a capped tally's: `capped`)
     prints: set[str] | None = field(default_factory=set)
 
 
@@ -52,13 +52,14 @@ class _Print:
 
 class FleetTally:
     """Per-bundle counts and per-fingerprint spread, built one finding at a time; mergeable.
-    `capped` (a `Tally`'s): a bundle's distinct fingerprints are counted up to FINGERPRINT_CAP, then
-    said to be more (its set would grow with a storm of distinct messages)."""
+    `capped` (a `Tally`'s): a bundle's distinct fingerprints are counted up to `bundle_failures_cap()`,
+    then said to be more (its set would grow with a storm of distinct messages)."""
 
     def __init__(self, findings: Iterable[Finding] = (), capped: bool = False) -> None:
         self.bundles: dict[str | None, _Bundle] = {}
         self.prints: dict[str, _Print] = {}
         self.capped = capped
+        self._bundle_cap = _summary.bundle_failures_cap() if capped else None
         for f in findings:
             self.add(f)
 
@@ -72,7 +73,7 @@ class FleetTally:
         b.first, b.last = _earlier(b.first, f.timestamp), _later(b.last, f.timestamp)
         if b.prints is not None:
             b.prints.add(f.fingerprint)
-            if self.capped and len(b.prints) > _summary.FINGERPRINT_CAP:
+            if self._bundle_cap is not None and len(b.prints) > self._bundle_cap:
                 b.prints = None
         if f.node:
             b.nodes.add(f.node)
@@ -113,7 +114,7 @@ class FleetTally:
             b.nodes |= ob.nodes
             if b.prints is not None:
                 b.prints = None if ob.prints is None else b.prints | ob.prints
-                if self.capped and b.prints is not None and len(b.prints) > _summary.FINGERPRINT_CAP:
+                if self._bundle_cap is not None and b.prints is not None and len(b.prints) > self._bundle_cap:
                     b.prints = None
         for key, op in other.prints.items():
             p = self.prints.get(key)
@@ -132,7 +133,7 @@ class FleetTally:
         rows = []
         for key, b in self.bundles.items():
             nodes, more = bounded(b.nodes)
-            failures = _summary.FINGERPRINT_CAP if b.prints is None else len(b.prints)
+            failures = _summary.bundle_failures_cap() if b.prints is None else len(b.prints)
             rows.append(BundleRow(key, b.findings, b.unrecoverable, failures, b.first, b.last, nodes, more,
                                   more_failures=b.prints is None))
         rows.sort(key=lambda r: (-r.unrecoverable, -r.findings, r.bundle or ""))

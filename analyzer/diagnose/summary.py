@@ -27,9 +27,17 @@ def bounded(names: Iterable[str], limit: int = LIST_LIMIT) -> tuple[tuple[str, .
 
 # Distinct fingerprints a tally keeps rows for (the folded rows, the failures across bundles): a storm
 # of distinct messages (an unmasked id on every line) would otherwise keep one row and an example
-# finding per line. Past it, the rows are those of the FINGERPRINT_CAP smallest fingerprints, each
-# counted whole: a choice by hash, so the same whatever the order, the --jobs or the engine.
+# finding per line. Past it (or past twice as many folded rows: one per fingerprint and node), the
+# rows are those of the smallest fingerprints, each counted whole: a choice by hash, so the same
+# whatever the order, the --jobs or the engine. A bundle's distinct fingerprints (its `failures`)
+# are counted up to BUNDLE_FAILURES_CAP, then said to be more: one set per bundle, in a fleet.
 FINGERPRINT_CAP = 10_000
+
+
+def bundle_failures_cap() -> int:
+    """The count of a bundle's distinct fingerprints past which it says "at least" (read late: a
+    test may lower FINGERPRINT_CAP)."""
+    return max(1, FINGERPRINT_CAP // 10)
 
 MAX_BURSTS = 1000  # bursts a summary keeps whole; a storm's others are only counted, in `burst_groups`
 
@@ -113,7 +121,7 @@ class BundleRow:
     last_seen: str | None
     nodes: tuple[str, ...]  # the first LIST_LIMIT node names, sorted
     more_nodes: int = 0
-    more_failures: bool = False  # more distinct fingerprints than `failures` (FINGERPRINT_CAP) were seen
+    more_failures: bool = False  # more distinct fingerprints than `failures` (bundle_failures_cap) were seen
 
     def to_dict(self) -> dict[str, Any]:
         return {"bundle": self.bundle, "findings": self.findings, "unrecoverable": self.unrecoverable,
@@ -417,8 +425,8 @@ class Summary:
     folded: tuple[FoldedRow, ...] = ()
     burst_count: int = 0  # bursts in all (`bursts` keeps the first MAX_BURSTS of them)
     burst_groups: tuple[BurstGroup, ...] = ()  # every burst, grouped by lead; in the order of `bursts`
-    # 0: `folded` and `fingerprints` cover every fingerprint. N: there were more than N distinct
-    # fingerprints, and they cover the N smallest (FINGERPRINT_CAP), each counted whole.
+    # 0: `folded` and `fingerprints` cover every fingerprint. N: there were too many (FINGERPRINT_CAP),
+    # and they cover the N smallest, each counted whole.
     sampled_fingerprints: int = 0
 
     @property

@@ -244,17 +244,31 @@ class Tally:
                 fold = self.folds[(f.fingerprint, f.node)] = _FoldAgg(f, f)
             fold.add(f)
         self.fleet.add(f, row)
-        if row and len(self.fleet.prints) > self._lazy_cap:
+        if row and self._over():
             self.cap_rows()
         self.bursts.add(f)
 
+    def _over(self) -> bool:
+        """Whether the rows kept passed what is kept before a cut (`_rows_before_cut`)."""
+        return len(self.fleet.prints) > self._lazy_cap or len(self.folds) > 2 * self._lazy_cap
+
     def cap_rows(self) -> None:
-        """Keep the rows of the FINGERPRINT_CAP smallest fingerprints (`largest` set: there were more)."""
+        """Keep the rows of the smallest fingerprints, as many as keep within FINGERPRINT_CAP
+        fingerprints and twice that many folded rows (a fingerprint has one per node): the same
+        fingerprints whatever the order, as each bound only falls as rows come in (`largest` set:
+        there were more)."""
         cap = _summary.FINGERPRINT_CAP
-        prints = self.fleet.prints
-        if len(prints) <= cap:
+        rows: Counter[str] = Counter(key for key, _ in self.folds)
+        for key in self.fleet.prints:
+            rows.setdefault(key, 0)
+        if len(rows) <= cap and len(self.folds) <= 2 * cap:
             return
-        self.largest = sorted(prints)[cap - 1]
+        kept, folded, largest = 0, 0, ""
+        for key in sorted(rows):
+            if kept + 1 > cap or folded + rows[key] > 2 * cap:
+                break
+            kept, folded, largest = kept + 1, folded + rows[key], key
+        self.largest = largest
         self._keep_rows()
 
     def _keep_rows(self) -> None:
@@ -375,7 +389,7 @@ class Tally:
                 self.fleet.prints.pop(key, None)
             for fkey in [k for k in other.folds if k[0] > largest]:
                 self.folds.pop(fkey, None)
-        if len(self.fleet.prints) > self._lazy_cap:
+        if self._over():
             self.cap_rows()
 
     def extend(self, part: Tally, shift: int, findings: Iterable[Finding]) -> bool:
@@ -450,4 +464,4 @@ class Tally:
                        codes=tuple(codes), actions=tuple(actions), nodes=nodes, bursts=bursts,
                        bundles=bundles, more_bundles=more_bundles, fingerprints=prints, more_fingerprints=more_prints,
                        folded=tuple(folded), burst_count=self.bursts.count, burst_groups=groups,
-                       sampled_fingerprints=0 if self.largest is None else _summary.FINGERPRINT_CAP)
+                       sampled_fingerprints=0 if self.largest is None else len(self.fleet.prints))

@@ -285,7 +285,10 @@ class DaskRunner:
                 for _ in range(len(units[i].sources) if units[i].ends_source else 0):
                     progress.file_done()
                 while ready in done:  # each unit's result is taken exactly once, in plan order
-                    yield done.pop(ready).result()
+                    future = done.pop(ready)
+                    result = future.result()
+                    future.release()  # else its worker holds every finished unit's result to the end
+                    yield result
                     ready += 1
         finally:
             for future in futures:

@@ -223,9 +223,11 @@ def _recurring(analysis: Analysis) -> list[str]:
     s = analysis.summary
     bundles = len(s.bundles) + s.more_bundles
     rows = [r for r in s.fingerprints if r.bundles > 1]
+    # a sample: the most widespread failure may be none of it (said here too, where it would be)
+    sampled = [t("sampled_rows", cap=f"{s.sampled_fingerprints:,}"), ""] if s.sampled_fingerprints else []
     if bundles < 2 or not rows:
-        return []
-    out = [t("md_recurring", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node")), "",
+        return [*sampled] if bundles > 1 else []
+    out = [t("md_recurring", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node")), "", *sampled,
            t("md_recurring_head"), "|---:|---:|---:|---|---|---|---|---|---|"]
     limit = _limit(analysis, "recurring")
     for r in rows[:limit]:

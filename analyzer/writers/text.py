@@ -283,12 +283,14 @@ def _recurring(analysis: Analysis, width: int = WIDTH, full: bool = False) -> li
     s = analysis.summary
     bundles = len(s.bundles) + s.more_bundles
     recurring = [r for r in s.fingerprints if r.bundles > 1]
+    # a sample: the most widespread failure may be none of it (said here too, where it would be)
+    sampled = _wrap(t("sampled_rows", cap=f"{s.sampled_fingerprints:,}"), "", width) if s.sampled_fingerprints else []
     if bundles < 2 or not recurring:
-        return []
+        return ["", *sampled] if bundles > 1 and sampled else []
     rows = [r for r in recurring if not r.generic]
     echoes = [r for r in recurring if r.generic]  # ranked last: folded into one line
     out = ["", *_wrap(t("recurring_title", bundles=plural(bundles, "bundle"), nodes=plural(len(s.nodes), "node"),
-                        failures=plural(len(rows), "failure")), "", width), t("recurring_columns")]
+                        failures=plural(len(rows), "failure")), "", width), *sampled, t("recurring_columns")]
     blocks = []
     for r in rows[:_budget("recurring", full)]:
         source = t("recurring_from", api=r.api) if r.api else "(" + t("api_unknown") + ")"

@@ -560,16 +560,40 @@ fn lazy_cap(cap: usize) -> usize {
     cap.saturating_add(cap / 4)
 }
 
-/// When there are more than `cap` `keys`: `largest` becomes the `cap`-th smallest, and true
-/// (`Tally.cap_rows`).
-fn capped<'a>(keys: impl Iterator<Item = &'a String>, cap: usize, largest: &mut Option<String>) -> bool {
-    let mut all: Vec<&String> = keys.collect();
-    if all.len() <= cap || cap == 0 {
+/// `Tally.cap_rows`: when there are more than `cap` fingerprints, or more than twice as many folded
+/// rows, `largest` becomes the last of the smallest fingerprints that keep within both, and true.
+fn capped<'a>(
+    prints: impl Iterator<Item = &'a String>,
+    folds: impl Iterator<Item = &'a String>,
+    cap: usize,
+    largest: &mut Option<String>,
+) -> bool {
+    let mut rows: std::collections::BTreeMap<&String, usize> = prints.map(|k| (k, 0)).collect();
+    let mut folded = 0usize;
+    for k in folds {
+        *rows.entry(k).or_insert(0) += 1;
+        folded += 1;
+    }
+    let most = cap.saturating_mul(2);
+    if rows.len() <= cap && folded <= most {
         return false;
     }
-    all.sort_unstable();
-    *largest = Some(all[cap - 1].clone());
+    let (mut kept, mut sum, mut last) = (0usize, 0usize, String::new());
+    for (k, n) in rows {
+        if kept + 1 > cap || sum + n > most {
+            break;
+        }
+        kept += 1;
+        sum += n;
+        last = k.clone();
+    }
+    *largest = Some(last);
     true
+}
+
+/// `summary.bundle_failures_cap`: a bundle's distinct fingerprints counted up to this many.
+fn bundle_cap(cap: usize) -> usize {
+    (cap / 10).max(1)
 }
 
 /// The smaller of two bounds (None: no bound).
@@ -606,11 +630,18 @@ impl<O: Clone> Tally<O> {
         }
     }
 
-    /// `Tally.cap_rows`: keep the rows of the `cap` smallest fingerprints.
+    /// `Tally.cap_rows`: keep the rows of the smallest fingerprints.
     pub fn cap_rows(&mut self) {
-        if capped(self.prints.iter().map(|(k, _)| k), self.cap, &mut self.largest) {
+        let (prints, folds) = (self.prints.iter().map(|(k, _)| k), self.folds.iter().map(|((k, _), _)| k));
+        if capped(prints, folds, self.cap, &mut self.largest) {
             self.keep_rows();
         }
+    }
+
+    /// `Tally._over`: the rows kept passed what is kept before a cut.
+    fn over(&self) -> bool {
+        let lazy = lazy_cap(self.cap);
+        self.prints.len() > lazy || self.folds.len() > lazy.saturating_mul(2)
     }
 
     /// Drop the rows of the fingerprints after `largest`, and index the rest again.
@@ -719,7 +750,7 @@ impl<O: Clone> Tally<O> {
             self.fold(f, obj);
         }
         self.fleet(f, obj, bad, row);
-        if row && self.prints.len() > lazy_cap(self.cap) {
+        if row && self.over() {
             self.cap_rows();
         }
         self.bursts.add(f, obj);
@@ -791,7 +822,7 @@ impl<O: Clone> Tally<O> {
         later(&mut b.last, nonempty(f.timestamp));
         if !b.more_prints && !b.prints.contains(f.fingerprint) {
             b.prints.insert(f.fingerprint.to_string());
-            if b.prints.len() > self.cap {
+            if b.prints.len() > bundle_cap(self.cap) {
                 b.prints = std::collections::HashSet::new();
                 b.more_prints = true;
             }
@@ -1075,9 +1106,10 @@ impl<O: Clone> Unit<O> {
         Unit { cap, ..Unit::default() }
     }
 
-    /// `Tally.cap_rows`: keep the rows of the `cap` smallest fingerprints.
+    /// `Tally.cap_rows`: keep the rows of the smallest fingerprints.
     pub fn cap_rows(&mut self) {
-        if capped(self.prints.iter().map(|(k, _)| k), self.cap, &mut self.largest) {
+        let (prints, folds) = (self.prints.iter().map(|(k, _)| k), self.folds.iter().map(|((k, _), _)| k));
+        if capped(prints, folds, self.cap, &mut self.largest) {
             self.keep_rows();
         }
     }
@@ -1203,7 +1235,7 @@ impl<O: Clone> Unit<O> {
             if !mine.more_prints {
                 mine.prints.extend(b.prints);
             }
-            if mine.more_prints || mine.prints.len() > self.cap {
+            if mine.more_prints || mine.prints.len() > bundle_cap(self.cap) {
                 mine.prints.clear();
                 mine.more_prints = true;
             }
@@ -1237,7 +1269,8 @@ impl<O: Clone> Unit<O> {
                 }
             }
         }
-        if self.prints.items.len() > lazy_cap(self.cap) {
+        let lazy = lazy_cap(self.cap);
+        if self.prints.items.len() > lazy || self.folds.items.len() > lazy.saturating_mul(2) {
             self.cap_rows();
         }
         let b = t.bursts;
