@@ -632,7 +632,10 @@ impl<O: Clone> Tally<O> {
 
     /// `Tally.cap_rows`: keep the rows of the smallest fingerprints.
     pub fn cap_rows(&mut self) {
-        let (prints, folds) = (self.prints.iter().map(|(k, _)| k), self.folds.iter().map(|((k, _), _)| k));
+        let (prints, folds) = (
+            self.prints.iter().map(|(k, _)| k),
+            self.folds.iter().map(|((k, _), _)| k),
+        );
         if capped(prints, folds, self.cap, &mut self.largest) {
             self.keep_rows();
         }
@@ -1108,7 +1111,10 @@ impl<O: Clone> Unit<O> {
 
     /// `Tally.cap_rows`: keep the rows of the smallest fingerprints.
     pub fn cap_rows(&mut self) {
-        let (prints, folds) = (self.prints.iter().map(|(k, _)| k), self.folds.iter().map(|((k, _), _)| k));
+        let (prints, folds) = (
+            self.prints.iter().map(|(k, _)| k),
+            self.folds.iter().map(|((k, _), _)| k),
+        );
         if capped(prints, folds, self.cap, &mut self.largest) {
             self.keep_rows();
         }
