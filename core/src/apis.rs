@@ -9,7 +9,7 @@
 //! where the look-behind holds, the most underscores first, then each spelling in order, the
 //! look-ahead last), on ASCII text, where `(?i)` and `\s` mean what they mean here.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 
 use regex::bytes::Regex;
 

@@ -5,7 +5,7 @@
 //! code family, the plog texts, the context patterns); the forms themselves are the code of
 //! `patterns.py`, held equal to it by the twin tests on generated lines.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 use memchr::memmem;

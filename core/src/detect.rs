@@ -13,7 +13,8 @@
 //! remembered per code, API, list and versions when it did not read the nearby text), whether a
 //! line is a proof of recovery (`RecoveryTable.find`), and noting that proof. Rare or remembered.
 
-use std::collections::{HashMap, VecDeque};
+use foldhash::{HashMap, HashMapExt};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use crate::apis::{API_LOOKBACK_LINES, ApiTable, Context, same_thread};

@@ -9,7 +9,7 @@
 //! kind Python's: a line holding one of that kind's literals is then handed back whole, so the
 //! answers never differ, only the speed.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::OnceLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Input, MatchKind};

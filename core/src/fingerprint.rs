@@ -6,7 +6,7 @@
 //! from the `…` a clipped line may start or end with, which no mask's class matches and which is
 //! no word character for `\b` in either engine.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use blake2::Blake2bVar;
 use blake2::digest::{Update, VariableOutput};

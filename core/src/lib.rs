@@ -883,7 +883,7 @@ fn taken_facts(agg: &mut NodeAgg) -> Option<NodeFactsOut> {
     }
     let fresh = agg.fresh();
     let parts = std::mem::replace(agg, fresh);
-    let list = |set: std::collections::HashSet<String>| set.into_iter().collect::<Vec<_>>();
+    let list = |set: foldhash::HashSet<String>| set.into_iter().collect::<Vec<_>>();
     Some((
         parts.roles.into_iter().collect(),
         parts.clusters.into_iter().collect(),

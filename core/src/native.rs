@@ -7,7 +7,7 @@
 //! a rule not yet remembered, a possible proof of recovery, and a line the core does not read
 //! (with the stream's state, both ways). At the stream's end: its node facts and related errors.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyValueError;

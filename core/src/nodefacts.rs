@@ -7,7 +7,8 @@
 //! does not matter that the core notes a block's rows before Python notes the block's other
 //! lines, nor when either trims. What a kind means is read from its name, as `NodeFacts.note` does.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::collections::BTreeMap;
 
 const MAX_VALUES: usize = 64; // observations.MAX_VALUES
 const KEEP: usize = MAX_VALUES + MAX_VALUES / 2; // what a periodic trim keeps

@@ -8,7 +8,7 @@
 //! finding itself (the Python `Finding`), kept where the tally keeps a whole finding (a fold's first
 //! and last, a fingerprint's example, an open burst's first, lead and others).
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use crate::stamps::parse_ts;
 
@@ -492,7 +492,7 @@ pub struct Bundle {
     pub first: Option<String>,
     pub last: Option<String>,
     pub nodes: Vec<String>,
-    pub prints: std::collections::HashSet<String>,
+    pub prints: HashSet<String>,
     pub more_prints: bool, // more than `cap` distinct (`prints` then empty): `_Bundle.prints` None
 }
 
@@ -812,7 +812,7 @@ impl<O: Clone> Tally<O> {
                         first: None,
                         last: None,
                         nodes: Vec::new(),
-                        prints: std::collections::HashSet::new(),
+                        prints: HashSet::new(),
                         more_prints: false,
                     },
                 ));
@@ -826,7 +826,7 @@ impl<O: Clone> Tally<O> {
         if !b.more_prints && !b.prints.contains(f.fingerprint) {
             b.prints.insert(f.fingerprint.to_string());
             if b.prints.len() > bundle_cap(self.cap) {
-                b.prints = std::collections::HashSet::new();
+                b.prints = HashSet::new();
                 b.more_prints = true;
             }
         }
