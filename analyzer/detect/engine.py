@@ -308,10 +308,10 @@ class Engine:
 
     def _native_ok(self, prefilter: Prefilter) -> bool:
         """Whether this stream's lines are read by the engine in the core: its tables were built,
-        the stream is plain (the caller says), its prefilter is the engine's own, no --tz (a zone
-        is Python's to apply), and related errors past the cap are counted (the twin's switch)."""
-        return (NATIVE and self._detector is not None and prefilter is self.prefilter and self.tz is None
-                and line_observer.COUNT_PAST_CAP)
+        the stream is plain (the caller says), its prefilter is the engine's own, and related
+        errors past the cap are counted (the twin's switch). Under --tz the core asks the stream's
+        clock for each stamp it has not seen (`StreamClock.zoned`: Python's zone rules)."""
+        return NATIVE and self._detector is not None and prefilter is self.prefilter and line_observer.COUNT_PAST_CAP
 
     def _scan_native(self, state: _StreamState, stream: Reader, prefilter: Prefilter, counts: ScanCounts,
                      history: bytes, gathered: Callable[[tuple[object, ...]], None],
@@ -332,7 +332,7 @@ class Engine:
             state.bundle, self.node, hint, state.clock.year_guessed, observations.MAX_RELATED,
             (self._core_rule, self.rules.recovery.find, partial(self._core_proof, state),
              partial(self._decline, state), state.to_core), Finding, None if counted is None else counted.range_part,
-            cap=0 if counted is None else counted.fingerprint_cap)
+            cap=0 if counted is None else counted.fingerprint_cap, zone=None if self.tz is None else state.clock.zoned)
         if history or seeded:  # what `_seed` noted before the range
             engine.set_state(state.to_core())
         # A whole source's tally joins its unit's in the core (`Counted.core_unit`), and only the

@@ -95,6 +95,10 @@ class StreamClock:
                                "envelope")
         return FindingTime(None, self._zoned(hint, None, key) if hint else None, guessed)
 
+    def zoned(self, stamp: str) -> str:
+        """`_zoned` of a stamp of a stream without an envelope (what the core's engine asks under --tz)."""
+        return self._zoned(stamp, None, None)
+
     def _zoned(self, stamp: str, envelope: tuple[datetime, bool, bool] | None, key: str | None) -> str:
         """A line's stamp in UTC when its zone is known (its own offset, its envelope, --tz)."""
         fraction = "." in stamp[19:]

@@ -312,6 +312,11 @@ pub trait Host {
     /// Whether Python holds the newer state (it read the last line): then it also reads what
     /// only updates the state (a fact-only line), until a line only the core reads comes.
     fn python_owns(&self) -> bool;
+    /// `StreamClock._zoned` of a stamp or hint the clock gives: under --tz, the stamp in UTC
+    /// (Python's zone rules decide); without it, the stamp as printed.
+    fn zoned(&mut self, stamp: String) -> Result<String, HostError> {
+        Ok(stamp)
+    }
 }
 
 /// What a block gave, in order.
@@ -326,6 +331,17 @@ struct When {
     hint: Option<String>,
     guessed: bool,
     source: Option<&'static str>,
+}
+
+impl When {
+    /// The stamp and hint as `StreamClock.time_of` gives them: through `_zoned` (`Host::zoned`).
+    fn zoned<H: Host>(self, host: &mut H) -> Result<When, HostError> {
+        Ok(When {
+            timestamp: self.timestamp.map(|s| host.zoned(s)).transpose()?,
+            hint: self.hint.map(|s| host.zoned(s)).transpose()?,
+            ..self
+        })
+    }
 }
 
 /// The lines before a candidate, oldest first, each printable ASCII.
@@ -464,7 +480,7 @@ impl<'t> Engine<'t> {
             }
         };
         let link = self.link(state, process, &[], line_no);
-        let when = self.time_of(state, header, &Vec::new());
+        let when = self.time_of(state, header, &Vec::new()).zoned(host)?;
         let get = |kind: &str| link.iter().find(|(k, _)| k == kind).map(|(_, v)| v.clone());
         let clusters = get("remote_cluster").into_iter().collect();
         let addrs = get("remote_addr").or_else(|| get("remote_ip")).into_iter().collect();
@@ -626,7 +642,7 @@ impl<'t> Engine<'t> {
         if families != 0 {
             let found = self.neighbours(text.as_bytes(), families);
             if !found.is_empty() {
-                self.related(state, c.0, text, &header, earlier, &facts, found);
+                self.related(state, host, c.0, text, &header, earlier, &facts, found)?;
             }
         }
         Ok(link)
@@ -655,25 +671,26 @@ impl<'t> Engine<'t> {
 
     /// `LineObserver._related`: note (or only count, past the stream's cap) the related errors.
     #[allow(clippy::too_many_arguments)]
-    fn related(
+    fn related<H: Host>(
         &self,
         state: &mut State,
+        host: &mut H,
         line_no: i64,
         text: &str,
         header: &Header,
         earlier: &Earlier,
         facts: &[(usize, String)],
         found: Vec<(usize, String, String)>,
-    ) {
+    ) -> Result<(), HostError> {
         if state.related_noted >= self.cfg.max_related && line_no > state.related_line {
             // counted, not built; the clock still reads a stamp that moves it
             if header.timestamp.is_none() || header.yearless {
                 self.time_of(state, header, earlier);
             }
             state.related_dropped += found.len() as u64;
-            return;
+            return Ok(());
         }
-        let when = self.time_of(state, header, earlier);
+        let when = self.time_of(state, header, earlier).zoned(host)?;
         let ids = &self.tables.facts.ids;
         let kept: Vec<(String, String)> = facts
             .iter()
@@ -696,9 +713,10 @@ impl<'t> Engine<'t> {
         }
         state.related_noted += n;
         state.related_line = line_no;
+        Ok(())
     }
 
-    /// `StreamClock.time_of` for a record without an envelope (and no --tz).
+    /// `StreamClock.time_of` for a record without an envelope, before `_zoned` (`When::zoned`).
     fn time_of(&self, state: &mut State, header: &Header, earlier: &Earlier) -> When {
         let mut stamp = header.timestamp.clone();
         let (mut hint, hint_guessed) = if stamp.is_some() {
@@ -858,7 +876,7 @@ impl<'t> Engine<'t> {
             }
             let rule = self.rule(host, value, ctx.api.as_deref(), in_cluster, earlier, text, &versions)?;
             let causes = causes(&events, header, c.0, value, &t.family_info);
-            let when = self.time_of(state, header, earlier);
+            let when = self.time_of(state, header, earlier).zoned(host)?;
             let code = format!("0x{value:08X}");
             let clipped = clip(text, start);
             let template = t.masks.lock().map(|mut m| m.template(&clipped)).unwrap_or_default();

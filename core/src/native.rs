@@ -270,7 +270,11 @@ struct Callbacks {
     python_state: Py<PyAny>, // () -> Python's state (`_StreamState.to_core`)
     make: Py<PyAny>, // tuple.__new__
     finding: Py<PyAny>, // records.Finding
+    zone: Option<Py<PyAny>>, // --tz: (stamp) -> `StreamClock._zoned` of it; None: stamps as printed
 }
+
+/// Stamps `Callbacks::zone` answered (a storm repeats its seconds; a stamp's answer never changes).
+const ZONED_MEMORY: usize = 4096;
 
 /// The fields every finding of a stream shares, as Python objects once.
 struct Shared {
@@ -298,6 +302,7 @@ pub struct Stream {
     node: Option<String>,
     tally: Option<tally::Tally<Obj>>, // the stream's findings counted here (`Tally.from_core`)
     fresh: Fresh,
+    zoned: HashMap<String, String>, // stamp -> `Callbacks::zone`'s answer, at most ZONED_MEMORY
 }
 
 /// A finding as the tally keeps it: the Python `Finding` itself.
@@ -489,6 +494,7 @@ struct PyHost<'a, 'py> {
     tables: &'a Tables,
     blk: &'a Block,
     fresh: &'a mut Fresh,
+    zoned: &'a mut HashMap<String, String>,
     err: Option<PyErr>,
 }
 
@@ -646,6 +652,29 @@ impl<'py> Host for PyHost<'_, 'py> {
     fn python_owns(&self) -> bool {
         self.fresh.core_older
     }
+
+    fn zoned(&mut self, stamp: String) -> Result<String, HostError> {
+        let Some(zone) = &self.calls.zone else {
+            return Ok(stamp);
+        };
+        if let Some(known) = self.zoned.get(&stamp) {
+            return Ok(known.clone());
+        }
+        match zone
+            .bind(self.py)
+            .call1((stamp.as_str(),))
+            .and_then(|r| r.extract::<String>())
+        {
+            Ok(utc) => {
+                if self.zoned.len() >= ZONED_MEMORY {
+                    self.zoned.clear();
+                }
+                self.zoned.insert(stamp, utc.clone());
+                Ok(utc)
+            }
+            Err(e) => self.fail(e),
+        }
+    }
 }
 
 impl Stream {
@@ -725,7 +754,7 @@ impl Stream {
 impl Stream {
     #[new]
     #[pyo3(signature = (detector, name, layout, bundle, default_node, year, year_guessed, max_related, callbacks, finding,
-                        tally = None, cap = 10_000))]
+                        tally = None, cap = 10_000, zone = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -741,6 +770,7 @@ impl Stream {
         finding: Py<PyAny>,
         tally: Option<bool>,
         cap: usize,
+        zone: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let (node, kind, device, pid, anchored, pod, container) = layout;
         let cfg = StreamCfg {
@@ -786,6 +816,7 @@ impl Stream {
                 python_state,
                 make,
                 finding,
+                zone,
             },
             shared,
             rules: HashMap::new(),
@@ -793,6 +824,7 @@ impl Stream {
             node: cfg_node,
             tally: tally.map(|range_part| tally::Tally::new(range_part, cap)),
             fresh: Fresh::default(),
+            zoned: HashMap::new(),
         })
     }
 
@@ -808,6 +840,7 @@ impl Stream {
                 tables: &self.tables,
                 blk: block,
                 fresh: &mut self.fresh,
+                zoned: &mut self.zoned,
                 err: None,
             };
             let view = detect::BlockView {

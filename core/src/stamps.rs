@@ -1,12 +1,14 @@
 //! Timestamps as `core.times.parse_ts` reads the stamps record headers write (`core.headers._iso`):
-//! `YYYY-MM-DDTHH:MM:SS`, with `.` and six digits when a fraction was printed. Python's
+//! `YYYY-MM-DDTHH:MM:SS`, with `.` and six digits when a fraction was printed, and `Z` after a stamp
+//! --tz moved to UTC (`utc_text`). Python's
 //! `datetime.fromisoformat` refuses year 0, a month, day, hour, minute or second out of range
 //! (no leap second, no `24:00`) and a fifth year digit; so does this. The answer is microseconds
 //! on one scale (days from 0001-01-01), enough for the differences and order the engine compares.
 
-/// Microseconds of a naive stamp, or None where `parse_ts` says None.
+/// Microseconds of a naive stamp, or of a UTC one (`Z`, as `utc_text` writes a stamp --tz moved),
+/// or None where `parse_ts` says None.
 pub fn parse_ts(ts: &str) -> Option<i64> {
-    let b = ts.as_bytes();
+    let b = ts.strip_suffix('Z').unwrap_or(ts).as_bytes();
     if b.len() != 19 && b.len() != 26 {
         return None;
     }
@@ -91,5 +93,12 @@ mod tests {
             assert_eq!(parse_ts(bad), None, "{bad}");
         }
         assert!(parse_ts("2024-02-29T00:00:00").is_some());
+        // UTC, as `utc_text` writes it: the same instant on the same scale
+        assert_eq!(
+            parse_ts("2025-11-10T15:36:33.002301Z"),
+            parse_ts("2025-11-10T15:36:33.002301")
+        );
+        assert_eq!(parse_ts("2025-11-10T15:36:33Z"), parse_ts("2025-11-10T15:36:33"));
+        assert_eq!(parse_ts("2025-11-10T15:36:33ZZ"), None);
     }
 }

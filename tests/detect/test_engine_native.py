@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from analyzer.core import headers, observations
 from analyzer.core.records import InputStats
+from analyzer.core.times import parse_tz
 from analyzer.detect import engine as engine_module
 from analyzer.detect import fingerprint
 from analyzer.detect.context import ApiResolver
@@ -33,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 
-def _rust(monkeypatch: pytest.MonkeyPatch) -> Engine:
+def _rust(monkeypatch: pytest.MonkeyPatch, tz: str | None = None) -> Engine:
     monkeypatch.setattr(blocks, "ENGINE", "rust")
-    engine = Engine(RuleSet.load())
+    engine = Engine(RuleSet.load(), tz=None if tz is None else parse_tz(tz))
     assert engine._detector is not None, "the core's engine was not built"
     return engine
 
@@ -83,6 +84,43 @@ def test_generated_streams_give_what_the_python_engine_gives(monkeypatch: pytest
         start = len("".join(t + end for t in text[:cut]).encode("utf-8")) if cut < len(text) else 0
         if start:
             assert _state(engine, data, year, True, start) == _state(engine, data, year, False, start)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.tuples(st.sampled_from(HEADS), st.lists(st.sampled_from(BODIES), min_size=1, max_size=4)),
+                      min_size=1, max_size=30),
+       year=st.sampled_from(YEARS), zone=st.sampled_from(["+08:00", "-03:30", "America/New_York", "UTC"]),
+       cut=st.integers(0, 29))
+def test_generated_streams_under_tz_give_what_the_python_engine_gives(monkeypatch: pytest.MonkeyPatch, lines, year,
+                                                                      zone, cut) -> None:
+    """--tz: the core's engine asks the stream's clock for each stamp (`StreamClock.zoned`)."""
+    engine = _rust(monkeypatch, zone)
+    text = [h + "".join(b) for h, b in lines]
+    data = "".join(t + "\n" for t in text).encode("utf-8")
+    assert _state(engine, data, year, True) == _state(engine, data, year, False)
+    start = len("".join(t + "\n" for t in text[:cut]).encode("utf-8")) if cut < len(text) else 0
+    if start:
+        assert _state(engine, data, year, True, start) == _state(engine, data, year, False, start)
+
+
+def test_the_core_reads_the_lines_under_tz(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--tz keeps a plain log in the core's engine (it once sent every line to Python): stamps in a
+    daylight-saving gap and fold of New York, a repeated stamp and a year-less vLLM one, in UTC as
+    zoneinfo reads them (fold 0: the gap and the fold take the offset before the change)."""
+    engine = _rust(monkeypatch, "America/New_York")
+    python: list[int] = []
+    real_candidate = Engine._candidate
+    monkeypatch.setattr(Engine, "_candidate", lambda self, *a: (python.append(1), real_candidate(self, *a))[1])
+    plog = "[ERROR] GE(61,python3):{} [x.cc:1]62 PullKvBlocks: ret = 1343270913\n"
+    data = "".join([plog.format("2025-03-09-02:30:00.001.000"), plog.format("2025-11-02-01:30:00.002.000"),
+                    plog.format("2025-11-02-01:30:00.002.000"), plog.format("2025-07-01-12:00:00"),
+                    "(W pid=9) ERROR 01-15 08:00:00 [c.py:1] ret = 1343270913\n"]).encode()
+    found = engine.scan_leaf("n/x.log", io.BytesIO(data), YearHint(2025), InputStats())
+    assert python == []
+    assert [f.timestamp for f in found] == ["2025-03-09T07:30:00.001000Z", "2025-11-02T05:30:00.002000Z",
+                                            "2025-11-02T05:30:00.002000Z", "2025-07-01T16:00:00Z",
+                                            "2025-01-15T13:00:00Z"]
+    assert _state(engine, data, YearHint(2025), True) == _state(engine, data, YearHint(2025), False)
 
 
 def test_the_core_reads_the_lines_and_leaves_only_odd_ones(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,17 +198,19 @@ def test_templates_and_fingerprints_as_python_makes_them(monkeypatch: pytest.Mon
     assert type(detector).fingerprint("0x5010B009", "PullKvBlocks", "r", text) == want
 
 
+@pytest.mark.parametrize("tz", [None, "Asia/Shanghai"])
 @pytest.mark.parametrize("corpus", ["sample_logs", "tests/data/twin", "tests/data/unseen"])
-def test_every_corpus_reads_alike_with_and_without_the_core_engine(corpus: str, monkeypatch: pytest.MonkeyPatch
-                                                                    ) -> None:
+def test_every_corpus_reads_alike_with_and_without_the_core_engine(corpus: str, tz: str | None,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from analyzer.run import api
     from analyzer.writers import render_report
 
     monkeypatch.setattr(blocks, "ENGINE", "rust")
     path = ROOT / corpus
-    native = render_report("json", api.analyze([str(path)]))
+    options = api.Options(tz=None if tz is None else parse_tz(tz))
+    native = render_report("json", api.analyze([str(path)], options=options))
     monkeypatch.setattr(engine_module, "NATIVE", False)
-    assert render_report("json", api.analyze([str(path)])) == native
+    assert render_report("json", api.analyze([str(path)], options=options)) == native
 
 
 def test_a_rule_decided_by_nearby_text_is_asked_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
