@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 from ..core.records import Finding
@@ -49,6 +49,39 @@ _REQ_ID = r"(?=[A-Za-z0-9_\-]*[\d\-])[A-Za-z0-9][A-Za-z0-9_\-]*"
 _REQ = re.compile(rf"(?i)\b(?:req(?:_id| id)|request[ _]id|request|req)(?:\s*[=:]\s*|\s+)({_REQ_ID}(?:, {_REQ_ID})*)")
 TOKEN_KINDS = ("ip", "node", "pod", "container", "user", "req")
 
+# What a match of each pattern cannot do without (cheap scans in C, not the pattern's ~75 ns a
+# character): a text without it is left alone.
+_IPV4_HINT = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
+_REQ_HINT = re.compile(r"(?i)req")
+_HINTS: dict[re.Pattern[str], Callable[[str], object]] = {
+    # IPv4: four dotted numbers; IPv6: eight groups (seven colons) or a `::`
+    _ADDRESS: lambda t: "::" in t or t.count(":") >= 7 or _IPV4_HINT.search(t),
+    _HOME: lambda t: "/home/" in t or "/Users/" in t or "C:\\Users\\" in t,
+    _CONTAINER_ID: lambda t: len(t) >= 64,
+    _KUBELET_POD_FOLDER: lambda t: t.count("-") >= 4,  # a uuid's four
+    _POD_UID: lambda t: t.count("-") >= 4,
+    _CONTAINER_LOG_NAME: lambda t: ".log" in t,
+    _REQ: _REQ_HINT.search,
+}
+
+
+_PLAIN_TYPES = (bool, int, float)  # what `value` keeps as it is (with None)
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(text)`, none where its hint says none can be."""
+    return pattern.finditer(text) if _HINTS[pattern](text) else iter(())
+
+
+def _sub(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """`pattern.sub(repl, text)`, the text itself where its hint says no match can be."""
+    return pattern.sub(repl, text) if _HINTS[pattern](text) else text
+# Texts up to this long are remembered once read (a storm's findings repeat their source, node, code,
+# API, rule and fingerprint; each text took seven pattern passes, ~0.4 ms a finding), at most
+# REMEMBERED of them at a time.
+REMEMBERED_TEXT = 256
+REMEMBERED = 8192
+
 
 class Redactor:
     """Pseudonyms for the sensitive values of one report."""
@@ -58,6 +91,8 @@ class Redactor:
         self.values: dict[str, set[str]] = {k: set() for k in TOKEN_KINDS}
         self.tokens: dict[str, str] = {}  # value -> token, once `freeze()`d
         self._known: re.Pattern[str] | None = None
+        self._harvested: set[str] = set()  # short texts already harvested
+        self._redacted: dict[str, str] = {}  # short text -> `text` of it, once frozen
 
     # -- collecting ---------------------------------------------------------------------------
     def note(self, kind: str, value: str | None) -> None:
@@ -66,24 +101,31 @@ class Redactor:
 
     def harvest(self, text: str) -> None:
         """The addresses, home-folder users, container ids and request ids a text holds."""
-        for m in _ADDRESS.finditer(text):
+        if len(text) <= REMEMBERED_TEXT:
+            if text in self._harvested:
+                return
+            if len(self._harvested) >= REMEMBERED:
+                self._harvested.clear()
+            self._harvested.add(text)
+        for m in _matches(_ADDRESS, text):
             self.note("ip", m.group(0))
-        for m in _HOME.finditer(text):
+        for m in _matches(_HOME, text):
             self.note("user", m.group(2))
-        for m in _CONTAINER_ID.finditer(text):
+        for m in _matches(_CONTAINER_ID, text):
             self.note("container", m.group(0))
-        for m in _KUBELET_POD_FOLDER.finditer(text):
+        for m in _matches(_KUBELET_POD_FOLDER, text):
             self.note("pod", m.group(0))
         for pattern in (_POD_UID, _CONTAINER_LOG_NAME):
-            for m in pattern.finditer(text):
+            for m in _matches(pattern, text):
                 self.note("pod", m.group(0))
-        for m in _REQ.finditer(text):
+        for m in _matches(_REQ, text):
             for value in m.group(1).split(", "):
                 if any(c.isdigit() for c in value) or "-" in value:  # `req = X` in prose must look like an id
                     self.note("req", value)
 
     def freeze(self) -> None:
         """Number (or hash) every value noted; build the one pattern that finds them in text."""
+        self._redacted.clear()  # read with the tokens before these
         taken = set()
         for kind in TOKEN_KINDS:
             for n, value in enumerate(sorted(self.values[kind]), 1):
@@ -107,13 +149,23 @@ class Redactor:
         """`text` with every sensitive value replaced by its token."""
         if not text or not self.tokens:
             return text
+        if len(text) > REMEMBERED_TEXT:
+            return self._text(text)
+        done = self._redacted.get(text)
+        if done is None:
+            if len(self._redacted) >= REMEMBERED:
+                self._redacted.clear()
+            done = self._redacted[text] = self._text(text)
+        return done
+
+    def _text(self, text: str) -> str:
         tokens = self.tokens
-        text = _REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
+        text = _sub(_REQ, lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
             tokens.get(v, v) for v in m.group(1).split(", ")), text)
-        text = _HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
+        text = _sub(_HOME, lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
         # These also where a name goes on (`ID-json.log`), which the whole-value pattern leaves.
         for pattern in (_ADDRESS, _CONTAINER_LOG_NAME, _CONTAINER_ID, _POD_UID):
-            text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
+            text = _sub(pattern, lambda m: tokens.get(m.group(0), m.group(0)), text)
         if self._known is not None:
             text = self._known.sub(lambda m: tokens[m.group(0)], text)
         return text
@@ -124,8 +176,10 @@ class Redactor:
             return self.text(obj)
         if obj is None or isinstance(obj, (bool, int, float)):
             return obj
-        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple record
-            return cast(Any, obj)._make(self.value(v) for v in obj)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a NamedTuple record: a finding, its texts here
+            value, text = self.value, self.text
+            return cast(Any, obj)._make([text(v) if type(v) is str else v if v is None or type(v) in _PLAIN_TYPES
+                                         else value(v) for v in obj])
         if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "req_id" and isinstance(obj[1], str):
             return ("req_id", self.req(obj[1]))  # a link fact: a request id even when it is a bare number
         if isinstance(obj, (tuple, list, set, frozenset)):

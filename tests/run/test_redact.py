@@ -15,6 +15,8 @@ from analyzer.cli import cli
 from analyzer.run.redact import Redactor, redact
 from analyzer.writers import REGISTRY, render_report
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -166,3 +168,68 @@ def test_numeric_request_ids_become_tokens_in_link_facts_and_in_text(tmp_path: P
     red.harvest("pull request failed, req_id = 2051")
     red.freeze()
     assert red.text("pull request failed, req_id = 2051") == "pull request failed, req_id = req-1"
+
+
+# Pieces of texts around the patterns' edges: addresses (IPv4, IPv6 in every form, a version, a
+# clock), home folders, ids of 64 hex and uuids, kubelet names, request ids in every spelling.
+PIECES = ["10.0.1.11", "v0.10.1.1", "fe80::1a2b:3c4d", "::1", "1:2:3:4:5:6:7:8", "03:40:02", "ge::Status",
+          "/home/alice/x", "/Users/bob/y", "C:\\Users\\eve\\z", "9a7c5e3b1d2f4a6c8e0b9d7f5a3c1e2b4d6f8a0c2e4b6d8f0a1c3e5b7d9f1a2c",
+          "d2e8a4b6-37c1-4f09-b5e2-8a9c0d1e2f34", "ns_pod-0_d2e8a4b6-37c1-4f09-b5e2-8a9c0d1e2f34",
+          "pod-0_ns_c-9a7c5e3b1d2f4a6c8e0b9d7f5a3c1e2b4d6f8a0c2e4b6d8f0a1c3e5b7d9f1a2c.log", "req_id = 2051",
+          "REQUEST ID: cmpl-9f", "req = 7f2c", "request 12, 13", "decode-node-2", " ", ", ", ":", ".", "-", "_",
+          "x", "7", "[", "]", "\n"]
+
+
+def _plain_text(red: Redactor, text: str) -> str:
+    """`Redactor.text` as it was written first: every pattern over every text (the reference)."""
+    from analyzer.run import redact as module
+
+    tokens = red.tokens
+    text = module._REQ.sub(lambda m: m.group(0)[: m.start(1) - m.start(0)] + ", ".join(
+        tokens.get(v, v) for v in m.group(1).split(", ")), text)
+    text = module._HOME.sub(lambda m: m.group(1) + tokens.get(m.group(2), m.group(2)), text)
+    for pattern in (module._ADDRESS, module._CONTAINER_LOG_NAME, module._CONTAINER_ID, module._POD_UID):
+        text = pattern.sub(lambda m: tokens.get(m.group(0), m.group(0)), text)
+    return red._known.sub(lambda m: tokens[m.group(0)], text) if red._known is not None else text
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts=st.lists(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), min_size=1, max_size=6))
+def test_each_text_is_redacted_as_every_pattern_over_it_would(texts: list[str]) -> None:
+    """The cheap tests that skip a pattern (no `.`-separated numbers nor colons for an address, ...)
+    and the texts remembered change no answer: harvest and replace agree with the plain passes."""
+    from analyzer.run import redact as module
+
+    red, plain = Redactor(), Redactor()
+    for text in texts:
+        red.harvest(text)
+        red.harvest(text)  # a text harvested again (remembered) notes nothing new
+        for pattern, kind, group in ((module._ADDRESS, "ip", 0), (module._HOME, "user", 2),
+                                     (module._CONTAINER_ID, "container", 0), (module._KUBELET_POD_FOLDER, "pod", 0),
+                                     (module._POD_UID, "pod", 0), (module._CONTAINER_LOG_NAME, "pod", 0)):
+            for m in pattern.finditer(text):
+                plain.note(kind, m.group(group))
+        for m in module._REQ.finditer(text):
+            for value in m.group(1).split(", "):
+                if any(c.isdigit() for c in value) or "-" in value:
+                    plain.note("req", value)
+    assert red.values == plain.values
+    red.note("node", "decode-node-2")
+    red.freeze()
+    for text in texts * 2:  # the second time from memory
+        assert red.text(text) == _plain_text(red, text)
+
+
+def test_a_storm_reads_each_repeated_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A storm's findings repeat their source, node, code, API, rule and fingerprint: each such text
+    goes through the patterns once, not once a finding (redacting 5,000 findings took 3 s)."""
+    red = Redactor()
+    red.note("node", "decode-node-2")
+    red.freeze()
+    read: list[str] = []
+    real = Redactor._text
+    monkeypatch.setattr(Redactor, "_text", lambda self, text: (read.append(text), real(self, text))[1])
+    for n in range(1000):
+        assert red.text("logs/decode-node-2/plog-1.log") == "logs/node-1/plog-1.log"
+        red.text(f"2025-11-12T03:42:{n % 60:02d}.000000Z")
+    assert len(read) == 1 + 60
