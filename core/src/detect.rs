@@ -205,6 +205,12 @@ pub struct State {
     pub related: Vec<Related>,
     pub related_dropped: u64,
     pub agg: NodeAgg,
+    // Each full candidate line of the stream that holds a family literal, from stream offset 0
+    // on (none before: a byte range's history): (start, end offset, its families), the last
+    // HISTORY_BYTES of them. Every line holding one is a full candidate (the prefilter searches
+    // the families' literals), so the bytes since a process's previous finding need no second
+    // search (`Engine::families_between`).
+    pub family_lines: VecDeque<(i64, i64, u128)>,
 }
 
 impl State {
@@ -221,6 +227,7 @@ impl State {
             related: Vec::new(),
             related_dropped: 0,
             agg: NodeAgg::new(&tables.facts.ids, &tables.version_kinds),
+            family_lines: VecDeque::new(),
         }
     }
 
@@ -380,6 +387,9 @@ impl<'t> Engine<'t> {
         let mut out = Vec::new();
         let mut odd = OddBytes::default();
         for (i, c) in cands.iter().enumerate() {
+            if !c.4 {
+                self.note_families(state, blk, c);
+            }
             let tier = tiers.get(i).unwrap_or(&Tier::Plain);
             // Whether the core reads the line: told before anything is read, so that a run of
             // lines Python reads hands the state over once, not twice a line.
@@ -419,6 +429,49 @@ impl<'t> Engine<'t> {
             }
         }
         Ok(out)
+    }
+
+    /// Note candidate `c` in `State::family_lines` when it holds a family literal; forget the
+    /// lines no region can reach any more (a region starts at most HISTORY_BYTES before a line).
+    fn note_families(&self, state: &mut State, blk: &BlockView, c: &Cand) {
+        let families = self.tables.families.present(&blk.buf[c.2..c.3]);
+        let lines = &mut state.family_lines;
+        if families != 0 {
+            lines.push_back((c.1, c.1 + (c.3 - c.2) as i64, families));
+        }
+        while lines
+            .front()
+            .is_some_and(|&(_, end, _)| end < c.1 - HISTORY_BYTES as i64)
+        {
+            lines.pop_front();
+        }
+    }
+
+    /// `present(&buf[from..stop])` for candidate `c`'s region (`stop`: the end of its line):
+    /// read off `State::family_lines` where the region starts at or after stream offset 0 (a
+    /// line cut by the region's start is searched for its part inside), else searched.
+    fn families_between(&self, state: &State, blk: &BlockView, c: &Cand, from: usize, stop: usize) -> u128 {
+        let offset_of = |pos: usize| c.1 + pos as i64 - c.2 as i64;
+        let (lo, hi) = (offset_of(from), offset_of(stop));
+        let families = &self.tables.families;
+        if lo < 0 {
+            return families.present(&blk.buf[from..stop]);
+        }
+        let lines = &state.family_lines;
+        let first = lines.partition_point(|&(_, end, _)| end <= lo); // lines do not overlap: ends rise too
+        let mut bits = 0u128;
+        for &(start, end, found) in lines.range(first..) {
+            if start >= hi {
+                break;
+            }
+            bits |= if start >= lo && end <= hi {
+                found
+            } else {
+                let (a, b) = (start.max(lo) - lo, end.min(hi) - lo);
+                families.present(&blk.buf[from + a as usize..from + b as usize])
+            };
+        }
+        bits
     }
 
     /// `LineObserver.facts_only`: a line of fact literals only (no code, no neighbour error).
@@ -790,7 +843,7 @@ impl<'t> Engine<'t> {
                     start
                 }
             };
-        let families = self.tables.families.present(&blk.buf[from..stop]);
+        let families = self.families_between(state, blk, c, from, stop);
         if families == 0 {
             return Vec::new();
         }

@@ -258,3 +258,26 @@ def test_year_less_stamps_cross_new_year_in_the_core(monkeypatch: pytest.MonkeyP
     assert _state(engine, data, year, True) == _state(engine, data, year, False)
     found = engine.scan_leaf("n/x.log", io.BytesIO(data), YearHint(2025), InputStats())
     assert [f.timestamp[:4] for f in found] == ["2025", "2026", "2026"]
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+@pytest.mark.parametrize("near", [True, False])
+def test_causes_read_off_the_lines_that_hold_family_literals(monkeypatch: pytest.MonkeyPatch, where: str,
+                                                              near: bool) -> None:
+    """The core reads which neighbour families the bytes before a finding hold off the candidate
+    lines that hold their literals (`Engine::families_between`), searching only a line the
+    region's start cuts: a 70 KB line whose HCCL error is at its head (before the 64 KiB the
+    region reaches back) or at its tail (inside it), after a finding of the same process or not."""
+    engine = _rust(monkeypatch)
+    error = "call hccl op failed, hcclRet -> 9"
+    filler = "x" * 70_000
+    long = _plog(1, f"{error} {filler}" if where == "head" else f"{filler} {error}").rstrip("\n") + "\n"
+    lines = ([_plog(0, "ret = 1343270913")] if near else []) + [long, _plog(2, "ret = 1343270913"),
+                                                                    _plog(3, "ok " + error), _plog(4, "ret = 1343270913")]
+    data = "".join(lines).encode()
+    native = _state(engine, data, None, True)
+    assert native == _state(engine, data, None, False)
+    found = engine.scan_leaf("n/x.log", io.BytesIO(data), None, InputStats())
+    # by hand: the finding after the long line has no cause (the line starts more than the 64 KiB
+    # a finding reads back before it), the last one has the error on the line before it
+    assert [len(f.causes) for f in found] == [0] * (2 if near else 1) + [1]
