@@ -31,7 +31,7 @@ from ..inputs import READ_ERRORS, Unpacker, iter_sources, layout_of, year_hint
 from ..inputs.streams import Reader, reason
 from ..knowledge.envelopes import HEAD_BYTES
 from ..knowledge.rules import BUILTIN_RULES_DIR, RuleSet
-from ..scan.blocks import decode
+from ..scan.blocks import core_codes, decode
 from ..scan.clock import StreamClock
 from ..scan.reassembly import peek
 from ..scan.unwrap import clean
@@ -123,6 +123,7 @@ class _LineReader:
         self.rules, self.options, self.result = rules, options, result
         self.near = near  # incident id -> (from, to, margin) seconds: only lines inside one are taken
         self.codes = CodeMatcher(rules.catalog)
+        self.codes.use_core(core_codes(self.codes.core_spec()))  # plain ASCII lines' codes in the core, where it runs
         self.neighbours = rules.neighbours
         self.facts = rules.linkfacts
         self.window = TimeWindow.of(options.since, options.until, options.tz)
@@ -204,7 +205,8 @@ class _LineReader:
             return True
         if classified_as(self.neighbours, text):
             return True
-        return bool(self.facts.find(text))
+        # with its bytes, a plain ASCII line is answered by the core's fact table where it runs
+        return bool(self.facts.find(text, text.encode() if text.isascii() else None))
 
 
 def _level_lines(stream: Reader, stats: InputStats) -> Iterator[tuple[int, bytes]]:

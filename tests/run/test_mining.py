@@ -99,3 +99,35 @@ def test_a_template_with_too_little_fixed_text_is_not_drafted() -> None:
     m = Miner()
     t = m.add("12 34 56")
     assert draft_family(t) is None
+
+
+def test_under_the_core_plain_lines_are_explained_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mine` and `scan --unexplained` ask of each ERROR/WARNING line whether a code or a link fact
+    explains it: under the compiled core a plain ASCII line is answered there (the codes and the
+    fact table), not by Python's forms (the pass took twice as long); the answers are the same."""
+    import importlib.util
+
+    if importlib.util.find_spec("ddtriage_core") is None:
+        pytest.skip("the compiled core (ddtriage_core) is not installed")
+    from analyzer.knowledge.linkfacts import LinkFactMatcher
+    from analyzer.run import mining
+    from analyzer.scan import blocks
+
+    monkeypatch.setattr(blocks, "ENGINE", "rust")
+    from analyzer.detect.engine import Engine
+
+    rules = RuleSet.load()
+    Engine(rules)  # what a scan builds first: the fact table in the core
+    reader = mining._LineReader(rules, Options(), mining.MineResult(mining.Miner()))
+    assert reader.codes.core is not None
+    fact = "Init: llm datadist init success, role = Decoder, cluster_id = 10, device_id = 0"
+    with monkeypatch.context() as patch:
+        def python(*_: object) -> None:
+            pytest.fail("read by Python's forms")
+        patch.setattr(LinkFactMatcher, "find_plainly", python)
+        patch.setattr(CodeMatcher, "_matches", python)
+        assert reader.explained(LINES[4]) and reader.explained(fact) and not reader.explained(LINES[0])
+    # the same answers without the core
+    plain = mining._LineReader(RuleSet.load(), Options(), mining.MineResult(mining.Miner()))
+    plain.codes.use_core(None)
+    assert [plain.explained(t) for t in (LINES[4], fact, LINES[0])] == [True, True, False]
