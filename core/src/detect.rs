@@ -667,7 +667,11 @@ impl<'t> Engine<'t> {
         recs: &mut Option<Vec<Header>>,
     ) -> Result<Vec<(String, String)>, HostError> {
         let t = self.tables;
-        let families = t.families.present(raw);
+        // the line's families, noted as the block began it (`note_families`: noted when any)
+        let families = match state.family_lines.back() {
+            Some(&(at, _, found)) if at == c.1 => found,
+            _ => 0,
+        };
         if t.proofs.maybe(without_cr(raw)) {
             let header = self.records(recs, text)[0].clone();
             let pid = or(&header.pid, &self.cfg.layout.pid);
