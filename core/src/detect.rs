@@ -936,8 +936,14 @@ impl<'t> Engine<'t> {
             let when = self.time_of(state, header, earlier).zoned(host)?;
             let code = format!("0x{value:08X}");
             let clipped = clip(text, start);
-            let template = t.masks.lock().map(|mut m| m.template(&clipped)).unwrap_or_default();
-            let print = fingerprint(&code, ctx.api.as_deref(), &rule.rule, &template);
+            let print = match t.masks.lock() {
+                Ok(mut m) => {
+                    let template = m.template(&clipped);
+                    m.fingerprint(&code, ctx.api.as_deref(), &rule.rule, &template)
+                }
+                // a panic while another thread held them (as before: an empty template)
+                Err(_) => fingerprint(&code, ctx.api.as_deref(), &rule.rule, ""),
+            };
             out.push(FindingRec {
                 line: c.0,
                 timestamp: when.timestamp,

@@ -18,6 +18,7 @@ const MEMO_SIZE: usize = 20000;
 pub struct Masks {
     masks: Vec<(Regex, Vec<u8>)>,
     memo: HashMap<Vec<u8>, String>,
+    prints: HashMap<Vec<u8>, String>, // `fingerprint`'s input -> its answer
 }
 
 /// The first `n` characters of `s`.
@@ -42,6 +43,7 @@ impl Masks {
         Ok(Masks {
             masks: out,
             memo: HashMap::new(),
+            prints: HashMap::new(),
         })
     }
 
@@ -82,21 +84,51 @@ impl Masks {
     }
 }
 
-/// `fingerprint`: 16 hex digits of BLAKE2b-64 over code, API, rule and template joined by 0x1F.
-pub fn fingerprint(code: &str, api: Option<&str>, rule: &str, template: &str) -> String {
+impl Masks {
+    /// `fingerprint`, remembered on what it hashes: a storm's findings repeat their code, API,
+    /// rule and template, and the hash was a tenth of a finding's work in the core.
+    pub fn fingerprint(&mut self, code: &str, api: Option<&str>, rule: &str, template: &str) -> String {
+        let key = hashed(code, api, rule, template);
+        if let Some(found) = self.prints.get(&key) {
+            return found.clone();
+        }
+        let found = digest(&key);
+        if self.prints.len() >= MEMO_SIZE {
+            self.prints.clear();
+        }
+        self.prints.insert(key, found.clone());
+        found
+    }
+}
+
+/// What `fingerprint` hashes: code, API, rule and template joined by 0x1F.
+fn hashed(code: &str, api: Option<&str>, rule: &str, template: &str) -> Vec<u8> {
+    let api = api.unwrap_or("");
+    let mut out = Vec::with_capacity(code.len() + api.len() + rule.len() + template.len() + 3);
+    for (i, part) in [code, api, rule, template].into_iter().enumerate() {
+        if i > 0 {
+            out.push(0x1F);
+        }
+        out.extend_from_slice(part.as_bytes());
+    }
+    out
+}
+
+/// 16 hex digits of BLAKE2b-64 over `data`, as `hashlib.blake2b(digest_size=8).hexdigest()`.
+fn digest(data: &[u8]) -> String {
     let mut h = Blake2bVar::new(8).expect("8 is a valid BLAKE2b size");
-    h.update(code.as_bytes());
-    h.update(b"\x1f");
-    h.update(api.unwrap_or("").as_bytes());
-    h.update(b"\x1f");
-    h.update(rule.as_bytes());
-    h.update(b"\x1f");
-    h.update(template.as_bytes());
+    h.update(data);
     let mut out = [0u8; 8];
     h.finalize_variable(&mut out).expect("an 8-byte buffer");
-    let mut hex = String::with_capacity(16);
-    for b in out {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let hex: Vec<u8> = out
+        .iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+        .collect();
+    String::from_utf8(hex).unwrap_or_default() // hex digits: valid UTF-8
+}
+
+/// `fingerprint`: 16 hex digits of BLAKE2b-64 over code, API, rule and template joined by 0x1F.
+pub fn fingerprint(code: &str, api: Option<&str>, rule: &str, template: &str) -> String {
+    digest(&hashed(code, api, rule, template))
 }

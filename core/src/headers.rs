@@ -24,8 +24,13 @@ pub type Record = (String, String, Option<String>, Option<String>, usize);
 pub struct PlogHeaders {
     head: Regex,
     tails: Vec<Regex>,
-    by_hand: bool, // the head is `facts::PLOG_PATTERN`, whose stamp `stamp_by_hand` reads
+    by_hand: bool,      // the head is `facts::PLOG_PATTERN`, whose stamp `stamp_by_hand` reads
+    tail_by_hand: bool, // ... and the first tail is `PLOG_TAIL`, which `tail_by_hand` reads
 }
+
+/// The first tail Python hands over (`headers.CORE_TAILS[0]`: `tid func:`), the one nearly every
+/// plog line has. Its captures were ~6,000 instructions a header; `tail_by_hand` reads it in ~200.
+pub const PLOG_TAIL: &str = r"(?P<tid>[\w-]+)\s+(?P<func>[A-Za-z_~][\w:.~<>]*)\s?:(?P<end>)(?:\s|$)";
 
 fn anchored(pattern: &str) -> Result<Regex, String> {
     Regex::new(&format!("(?-u)^(?:{pattern})"))
@@ -52,7 +57,16 @@ impl PlogHeaders {
             }
         }
         let by_hand = head.as_str() == format!("(?-u)^(?:{})", crate::facts::PLOG_PATTERN);
-        Ok(PlogHeaders { head, tails, by_hand })
+        let tail_by_hand = by_hand
+            && tails
+                .first()
+                .is_some_and(|t| t.as_str() == format!("(?-u)^(?:{PLOG_TAIL})"));
+        Ok(PlogHeaders {
+            head,
+            tails,
+            by_hand,
+            tail_by_hand,
+        })
     }
 
     /// The plog header of `line` as `parse_header` reads it; None when the line is not printable
@@ -73,14 +87,28 @@ impl PlogHeaders {
             let (date, time) = (text("date")?, text("time")?);
             (stamp_of(&date, &time, text("ms"), text("us")), text("pid")?)
         };
-        let (tid, func, end) = self.tail(line, at + len);
+        let (tid, func, end) = self.tail(line, at + len, self.by_hand);
         Some((stamp, pid, tid, func, end))
     }
 
-    /// tid, func and where the message starts, after a head that ends at `end`.
-    fn tail(&self, line: &[u8], mut end: usize) -> (Option<String>, Option<String>, usize) {
+    /// tid, func and where the message starts, after a head that ends at `end`; the first tail
+    /// read by hand where `by_hand` (and it is `PLOG_TAIL`), else by its regex.
+    fn tail(&self, line: &[u8], mut end: usize, by_hand: bool) -> (Option<String>, Option<String>, usize) {
         let (mut tid, mut func) = (None, None);
-        for tail in &self.tails {
+        let mut tails = &self.tails[..];
+        if by_hand && self.tail_by_hand {
+            let rest = &line[end..];
+            if let Some((tid_end, func_start, func_end, stop)) = tail_by_hand(rest) {
+                let func = ascii(&rest[func_start..func_end]);
+                return (
+                    Some(ascii(&rest[..tid_end])),
+                    Some(func).filter(|f| !f.is_empty()),
+                    end + stop,
+                );
+            }
+            tails = &tails[1..];
+        }
+        for tail in tails {
             if let Some(t) = tail.captures(&line[end..]) {
                 tid = t.name("tid").map(|m| ascii(m.as_bytes()));
                 func = t.name("func").map(|m| ascii(m.as_bytes()));
@@ -111,7 +139,7 @@ impl PlogHeaders {
             let (date, time) = (text("date")?, text("time")?);
             (stamp_of(&date, &time, text("ms"), text("us")), text("pid")?)
         };
-        let (tid, func, end) = self.tail(line, start + whole.end());
+        let (tid, func, end) = self.tail(line, start + whole.end(), by_hand);
         let again = memchr::memmem::find(&line[end..], &stamp.as_bytes()[..10]).is_some();
         Some((stamp, pid, tid, func, end, start, again))
     }
@@ -128,6 +156,43 @@ fn stamp_of(date: &str, time: &str, ms: Option<String>, us: Option<String>) -> S
         Some(ms) => format!("{date}T{time}.{ms:0<3}{:0<3}", us.unwrap_or_default()),
         None => format!("{date}T{time}"),
     }
+}
+
+/// `PLOG_TAIL` matched at the start of `rest` as the regex matches it: (where the tid ends, where
+/// the func starts and ends, where the match ends). The tid and the blanks after it are maximal
+/// runs (the next class excludes their bytes); the func is the longest run of its class after
+/// which one optional blank, a colon, then a blank or the end follow, the blank tried first.
+fn tail_by_hand(rest: &[u8]) -> Option<(usize, usize, usize, usize)> {
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let blank = |b: u8| matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ');
+    let tid_end = rest.iter().take_while(|&&b| word(b) || b == b'-').count();
+    if tid_end == 0 {
+        return None;
+    }
+    let func_start = tid_end + rest[tid_end..].iter().take_while(|&&b| blank(b)).count();
+    let first = *rest.get(func_start)?;
+    if func_start == tid_end || !(first.is_ascii_alphabetic() || first == b'_' || first == b'~') {
+        return None;
+    }
+    let longest = func_start
+        + 1
+        + rest[func_start + 1..]
+            .iter()
+            .take_while(|&&b| word(b) || matches!(b, b':' | b'.' | b'~' | b'<' | b'>'))
+            .count();
+    let ends_here = |at: usize| at == rest.len() || rest.get(at).is_some_and(|&b| blank(b));
+    for func_end in (func_start + 1..=longest).rev() {
+        if rest.get(func_end).is_some_and(|&b| blank(b))
+            && rest.get(func_end + 1) == Some(&b':')
+            && ends_here(func_end + 2)
+        {
+            return Some((tid_end, func_start, func_end, func_end + 2));
+        }
+        if rest.get(func_end) == Some(&b':') && ends_here(func_end + 1) {
+            return Some((tid_end, func_start, func_end, func_end + 1));
+        }
+    }
+    None
 }
 
 /// The stamp and pid of a header `PLOG_PATTERN` matched whole (`head`: that match, no more).

@@ -210,6 +210,42 @@ fn header_like() -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// A well-formed plog header with generated fields, then arbitrary bytes.
+/// What may follow a plog head: tids, blanks, funcs with their `:.~<>` and colons, in pieces.
+fn plog_tail() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        prop::sample::select(vec![
+            &b"4812"[..],
+            b"tid-1",
+            b" ",
+            b"\t",
+            b"\x0b",
+            b"\r",
+            b":",
+            b"::",
+            b" :",
+            b"LinkClusters",
+            b"~Obj",
+            b"f<T>.g",
+            b"_x",
+            b"a:b",
+            b"[4467]",
+            b"[Send]",
+            b"x",
+            b"9",
+            b"-",
+            b".",
+            b"4812 a: : x",
+            b"4812 a:b: c",
+            b"4812 a:b c: d",
+            b"6190 ~Obj::f<T>.g :",
+            b"4812 f:: x",
+        ])
+        .prop_map(|p: &[u8]| p.to_vec()),
+        prop::collection::vec(any::<u8>(), 0..3),
+    ];
+    prop::collection::vec(piece, 0..10).prop_map(|parts| parts.concat())
+}
+
 fn plog_line() -> impl Strategy<Value = Vec<u8>> {
     let blanks = || prop::collection::vec(prop::sample::select(b" \t\x0b\x0c\r\n".to_vec()), 0..3);
     (
@@ -659,6 +695,21 @@ proptest! {
                 prop_assert_eq!(Some(stamp.clone()), plog().stamp(l));
             }
         }
+    }
+
+    #[test]
+    fn the_plog_tail_read_by_hand_is_the_one_captures_reads(head in prop::sample::select(vec![
+        "[ERROR] GE(4811,python3):2025-11-10-15:36:33.002.301 [llm_link_manager.cc:100]",
+        "[INFO] HCCL(1,p):2025-11-10-15:36:33 ",
+        "[WARNING] RUNTIME(7,python3):2025-11-10-15:36:33.1.2 [a.cc:1] ",
+    ]), tail in plog_tail()) {
+        let tails = [headers::PLOG_TAIL.to_string(), r"\[(?P<tid>\d+)\](?:\[(?P<func>[^\]]*)\])?".to_string()];
+        let h = headers::PlogHeaders::new(facts::PLOG_PATTERN, &tails).unwrap();
+        // a header then a tail: the head read, then the tail by hand or by the regex
+        let l = [head.as_bytes(), &tail[..]].concat();
+        let got = h.read_by(&l, true);
+        prop_assert!(got.is_some() || !facts::printable(&l), "{:?}", String::from_utf8_lossy(&l));
+        prop_assert_eq!(got, h.read_by(&l, false), "{:?}", String::from_utf8_lossy(&l));
     }
 
     #[test]

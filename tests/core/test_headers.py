@@ -60,7 +60,7 @@ def test_generated_headers() -> None:
     check()
 
 
-TAIL_PIECES = ["4812 LinkClusters: ", "4812 Func:x", "4812 a:b: c", "4812 a:b c: d", "6190 ~Obj::f<T>.g :",
+TAIL_PIECES = ["4812 LinkClusters: ", "4812 Func:x", "4812 a: : x", "4812 f:: x", "4812 a:b: c", "4812 a:b c: d", "6190 ~Obj::f<T>.g :",
                "[4467][Send]", "[4467]", "[4467][", "tid:12,Send(418) :", "tid:12,Send(418)", "[ascend][curpid: 3, 44]",
                "4812 ", "4812", ":", " ", "\t", "x", "2025-11-12", "[llm_datadist.cc:300]"]
 
