@@ -15,7 +15,9 @@ core = pytest.importorskip("ddtriage_core")
 
 TEXTS = RuleTexts({"r1": RuleText("Relink: \"quoted\"\n\u4e2d\u6587", ("https://x/a", "b\\c")), "r2": RuleText("", ())})
 
-_text = st.text(max_size=40)  # any code point, lone surrogates and C0 controls included
+# any code point, lone surrogates and C0 controls included; some past 64 characters, so that the
+# core's escaping meets a clean 32-byte run, a run with something to escape and a short tail
+_text = st.text(max_size=40) | st.text(alphabet=st.sampled_from('aaaaaaaaaaaaaaaab"\\\n\x01\u00e9\u4e2d'), min_size=30, max_size=90)
 _opt = st.none() | _text
 _int = st.integers(-(1 << 70), 1 << 70)  # past 64 bits too: Python's to write
 
