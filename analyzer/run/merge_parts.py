@@ -15,16 +15,19 @@ Time windows and guessed years were applied by each part's scan and are not appl
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import itertools
 import json
+import marshal
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ..core.errors import InputError
 from ..core.observations import Observed
-from ..core.records import Finding, InputStats, RuleTexts, Skipped
+from ..core.records import Finding, InputStats, RuleText, RuleTexts, Skipped
 from ..core.serial import REPORT_VERSION, finding_of, load_pyarrow, parquet_head
 from ..knowledge.rules import RuleSet
 from .api import Analysis
@@ -71,34 +74,35 @@ def merge_parts(parts: list[str], rules: RuleSet | None = None,
     observed = Observed()  # related errors and link facts of the JSON parts, for the incidents
     seen = _Seen()
     try:
-        for part in parts:
-            same = seen.same_file(part)
-            if same is not None:
-                if warn:
-                    warn(f"{part}: given again (as {same}); read once")
-                continue
-            writer, part_observed, digests = RunWriter(store.spill_dir), Observed(), _Digests()
+        with parquet_reader():  # its child process gone before the summary's peak
+            for part in parts:
+                same = seen.same_file(part)
+                if same is not None:
+                    if warn:
+                        warn(f"{part}: given again (as {same}); read once")
+                    continue
+                writer, part_observed, digests = RunWriter(store.spill_dir), Observed(), _Digests()
 
-            def sink(f: Finding, add: Callable[[Finding], None] = writer.add, digests: _Digests = digests) -> None:
-                digests.add(f)
-                add(f)
-            part_stats = read_part(part, sink, ruleset, part_observed, texts)
-            runs = writer.finish()
-            earlier = seen.repeats(part, digests)
-            if earlier is not None:
-                if warn:
-                    warn(f"{part}: every finding in it was merged already from {earlier}; left out")
-                continue
-            if part_stats is None:
-                if warn:
-                    warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted, "
-                         "and its incidents know no related errors or link facts")
-            else:
-                stats.add(part_stats)
-            observed.add(part_observed)
-            store.add(runs)
+                def sink(f: Finding, add: Callable[[Finding], None] = writer.add, digests: _Digests = digests) -> None:
+                    digests.add(f)
+                    add(f)
+                part_stats = read_part(part, sink, ruleset, part_observed, texts)
+                runs = writer.finish()
+                earlier = seen.repeats(part, digests)
+                if earlier is not None:
+                    if warn:
+                        warn(f"{part}: every finding in it was merged already from {earlier}; left out")
+                    continue
+                if part_stats is None:
+                    if warn:
+                        warn(f"{part}: a JSONL part holds no input stats; its files, lines and bytes are not counted, "
+                             "and its incidents know no related errors or link facts")
+                else:
+                    stats.add(part_stats)
+                observed.add(part_observed)
+                store.add(runs)
         stats.observed = observed
-        give_back_freed()  # what reading the parts freed (Arrow's metadata and batches), before the summary's peak
+        give_back_freed()  # what reading the parts freed (their decoded batches), before the summary's peak
         return finish_run(store, stats, None, ruleset, texts=texts)  # counted again: the parts' tallies are not kept
     except BaseException:
         store.close()
@@ -399,23 +403,154 @@ def _read_any_json(path: str, sink: Callable[[Finding], None], rules: RuleSet,
 
 def _read_parquet(path: str, sink: Callable[[Finding], None], observed: Observed | None = None,
                   texts: RuleTexts | None = None) -> InputStats:
+    reader = _PARQUET.get()
+    if reader is None:  # no merge around this read (`read_report`): a reader for it alone
+        with parquet_reader():
+            return _read_parquet(path, sink, observed, texts)
+    meta = ""
+    for kind, data in reader.read(path):
+        if kind == "rows":
+            found, learned = data
+            for rule, remedy, references in learned:
+                if texts is not None:
+                    texts.learn(rule, RuleText(remedy, tuple(references)))
+            for row in found:
+                sink(Finding._make(row))
+        else:
+            meta = data
+    head = json.loads(meta)
+    if observed is not None:
+        observed.add_report(head.get("related") or [], head.get("links") or [], head.get("proofs"))
+    return stats_from_dict(head["inputs"])
 
+
+# --- the Parquet reader's own process ----------------------------------------------------------
+#
+# Arrow's libraries and the buffers of its reader are ~90 MiB of a process that imports them, more
+# than the rows it decodes. A merge reads its Parquet parts in a child process, forked once per
+# merge and handed the parts one at a time, so the merge's own process, which then builds the
+# summary and the incidents of every finding, never holds Arrow: its peak was Arrow's ~90 MiB
+# plus its summary's objects (fleet bench: 219 MiB). The child sends each batch of rows back as
+# the findings `finding_of` reads from them, in one `marshal` payload (interned strings stay
+# interned), with the texts of rules it learnt; it decodes the next batch while the merge stores
+# this one. What cannot be read is the same one-line InputError as before, raised here.
+
+_PARQUET: contextvars.ContextVar[_ParquetReader | None] = contextvars.ContextVar("parquet_reader", default=None)
+_STOP = b"\0"  # the parent's last word to the child (a part's path is never empty)
+
+
+@contextlib.contextmanager
+def parquet_reader() -> Iterator[None]:
+    """Parquet parts read in this block are decoded by one child process, stopped at its end."""
+    reader = _ParquetReader()
+    token = _PARQUET.set(reader)
+    try:
+        yield
+    finally:
+        _PARQUET.reset(token)
+        reader.close()
+
+
+class _ParquetReader:
+    """The child process (started on the first part) and the pipe to it."""
+
+    def __init__(self) -> None:
+        self._conn: Any = None
+        self._child: Any = None
+
+    def read(self, path: str) -> Iterator[tuple[str, Any]]:
+        """("rows", (finding tuples, learned rule texts)) per batch, then ("head", its JSON
+        head); an InputError for a part that cannot be read."""
+        if self._child is None:
+            self._start()
+        self._conn.send_bytes(os.fsencode(path))
+        while True:
+            try:
+                message = self._conn.recv_bytes()
+            except (EOFError, OSError):
+                code = self._child.exitcode if self._child is not None else None
+                self.close()
+                raise InputError(f"{path}: the Parquet reader stopped (exit code {code})") from None
+            kind, data = marshal.loads(message)
+            if kind == "error":
+                raise InputError(data)
+            yield kind, data
+            if kind == "head":
+                return
+
+    def _start(self) -> None:
+        import multiprocessing
+        import threading
+
+        # fork: this process's modules, no start-up; where other threads run (a notebook's
+        # kernel), a fresh interpreter instead, as forking them is unsafe
+        context: Any = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+        self._conn, theirs = context.Pipe()
+        self._child = context.Process(target=_parquet_child, args=(theirs,), name="ddtriage-parquet", daemon=True)
+        self._child.start()
+        theirs.close()
+
+    def close(self) -> None:
+        conn, child, self._conn, self._child = self._conn, self._child, None, None
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.send_bytes(_STOP)
+            conn.close()
+        if child is not None:
+            child.join(2)  # at once after a stop; a child still sending (a ^C mid-part) is killed
+            if child.is_alive():
+                child.kill()
+                child.join()
+
+
+def _parquet_child(conn: Any) -> None:
+    """The child's loop: each path it is sent, read and sent back batch by batch (`_ParquetReader.read`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the merge's to handle: it stops this child
+    learned: set[str] = set()
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        if message == _STOP:
+            return
+        path = os.fsdecode(message)
+        try:
+            for payload in _parquet_batches(path, learned):
+                conn.send_bytes(payload)
+        except InputError as exc:
+            conn.send_bytes(marshal.dumps(("error", str(exc))))
+        except OSError as exc:
+            conn.send_bytes(marshal.dumps(("error", f"{path}: cannot read: {exc.strerror or exc}")))
+        except (KeyError, TypeError, ValueError) as exc:  # Arrow's errors on a damaged file are ValueErrors
+            kind = type(exc).__name__
+            conn.send_bytes(marshal.dumps(("error", f"{path}: not a ddtriage JSON, JSONL or Parquet report "
+                                                    f"({kind}: {exc})")))
+        except Exception as exc:  # noqa: BLE001 - anything else still ends in one line naming the part
+            conn.send_bytes(marshal.dumps(("error", f"{path}: cannot read this Parquet file "
+                                                    f"({type(exc).__name__}: {exc})")))
+
+
+def _parquet_batches(path: str, learned: set[str]) -> Iterator[bytes]:
+    """One part's payloads: a batch of rows at a time, then its head."""
     pq = load_pyarrow().parquet
     handle = pq.ParquetFile(path, buffer_size=1 << 20, pre_buffer=False)  # read in pieces, not whole
     meta = parquet_head(handle)
     if meta is None:
         raise InputError(f"{path}: a Parquet file, but not a ddtriage report")
-    _known_version(path, json.loads(meta))  # before any row (the head is read again after them: held
-    # meanwhile, its related errors and link facts would add to a merge's peak)
+    _known_version(path, json.loads(meta))  # before any row
     # A few MiB of rows at a time, decoded in this thread: a pool thread's malloc arena stayed
-    # behind, ~20 MiB of a merge's peak.
+    # behind, ~20 MiB of a peak.
     for batch in handle.iter_batches(batch_size=4096, use_threads=False):
+        found, texts = [], RuleTexts()
         for row in batch.to_pylist():
-            sink(finding_of(row, texts=texts))
-    head = json.loads(meta)
-    if observed is not None:
-        observed.add_report(head.get("related") or [], head.get("links") or [], head.get("proofs"))
-    return stats_from_dict(head["inputs"])
+            found.append(tuple(finding_of(row, texts=texts)))
+        new = [(rule, text.remedy, list(text.references)) for rule, text in texts.items() if rule not in learned]
+        learned.update(rule for rule, _, _ in new)
+        yield marshal.dumps(("rows", (found, new)))
+    yield marshal.dumps(("head", meta))
 
 
 def _known_version(path: str, head: dict[str, Any]) -> None:

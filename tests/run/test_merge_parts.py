@@ -198,12 +198,36 @@ def test_a_part_cut_off_empty_or_nested_too_deeply_is_a_one_line_error(parts):
     (parts / "cut.json").write_text("".join(whole[:at + 24]))
     (parts / "empty.json").write_text("")
     (parts / "empty.parquet").write_bytes(b"")
+    (parts / "damaged.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 4 + b"PAR1")
+    whole_pq = (parts / "d2.parquet").read_bytes()
+    (parts / "cut.parquet").write_bytes(whole_pq[:len(whole_pq) // 2] + whole_pq[-8:])  # its footer, no rows
     (parts / "deep.json").write_text("[" * 100_000 + "]" * 100_000 + "\n")
     for name, says in (("cut.json", "cut off before the end of its findings list"), ("empty.json", "empty"),
-                       ("empty.parquet", "empty"), ("deep.json", "nested too deeply")):
+                       ("empty.parquet", "empty"), ("deep.json", "nested too deeply"),
+                       ("damaged.parquet", "not a ddtriage JSON, JSONL or Parquet report"),
+                       ("cut.parquet", "Parquet")):
         code, out, err = merge(parts / "all.json", parts / name)
         assert code == 2 and err.startswith(f"ddtriage: error: {parts / name}: ") and says in err, err
     assert merge(parts / "all.json")[0] == 0  # the whole report still merges
+
+
+def test_parquet_parts_are_read_in_a_child_and_arrow_never_loads_in_the_merge(parts):
+    # Arrow's libraries and buffers (~90 MiB) stayed in the merge's process beside the summary
+    # and the incidents it builds: the fleet bench's merge peaked at 219 MiB, over its 200
+    import subprocess
+    import sys
+
+    direct = json.loads((parts / "d2.json").read_text())
+    # forked from a process of one thread; a fresh interpreter where other threads run (a notebook)
+    for before in ("", "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); "):
+        code = (before + "import sys; from analyzer.run.merge_parts import merge_parts; "
+                f"a = merge_parts([{str(parts / 'd2.parquet')!r}]); "
+                "print(len(a.findings), a.inputs.files, 'pyarrow' in sys.modules)")
+        got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        assert got.stdout.split() == [str(len(direct["findings"])), str(direct["inputs"]["files"]), "False"], got.stderr
+        assert got.stderr == ""
+    # and the merged report is the scan's, byte for byte, from either part
+    assert merge(parts / "d2.parquet") == merge(parts / "d2.json")
 
 
 def test_merge_never_writes_over_one_of_its_parts(parts):
