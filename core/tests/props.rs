@@ -209,7 +209,6 @@ fn header_like() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(piece, 0..24).prop_map(|ps| ps.concat())
 }
 
-/// A well-formed plog header with generated fields, then arbitrary bytes.
 /// What may follow a plog head: tids, blanks, funcs with their `:.~<>` and colons, in pieces.
 fn plog_tail() -> impl Strategy<Value = Vec<u8>> {
     let piece = prop_oneof![
@@ -246,6 +245,7 @@ fn plog_tail() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(piece, 0..10).prop_map(|parts| parts.concat())
 }
 
+/// A well-formed plog header with generated fields, then arbitrary bytes.
 fn plog_line() -> impl Strategy<Value = Vec<u8>> {
     let blanks = || prop::collection::vec(prop::sample::select(b" \t\x0b\x0c\r\n".to_vec()), 0..3);
     (
