@@ -23,7 +23,7 @@ use crate::facts::{Answer, FactTable, ProofTable, printable, without_cr};
 use crate::families::FamilyTable;
 use crate::fingerprint::{Masks, chars, fingerprint};
 use crate::headers::{Grammar, Header, YearHint, header_for};
-use crate::lines::{OddBytes, begin_back, spans_back};
+use crate::lines::{OddBytes, WalkBack, begin_back};
 use crate::nodefacts::NodeAgg;
 use crate::stamps::parse_ts;
 
@@ -386,6 +386,7 @@ impl<'t> Engine<'t> {
     ) -> Result<Vec<Item<H::Declined>>, HostError> {
         let mut out = Vec::new();
         let mut odd = OddBytes::default();
+        let mut walk = WalkBack::default();
         for (i, c) in cands.iter().enumerate() {
             if !c.4 {
                 self.note_families(state, blk, c);
@@ -398,7 +399,10 @@ impl<'t> Engine<'t> {
                 (_, Tier::Row(..)) => (!host.python_owns(), None),
                 (true, Tier::Facts(_)) => (printable(line) && !host.python_owns(), None),
                 (true, Tier::Plain) => (false, None),
-                (false, _) => match printable(line).then(|| self.earlier(blk, c, &mut odd)).flatten() {
+                (false, _) => match printable(line)
+                    .then(|| self.earlier(blk, c, &mut odd, &mut walk))
+                    .flatten()
+                {
                     Some(e) => (true, Some(e)),
                     None => (false, None),
                 },
@@ -586,12 +590,19 @@ impl<'t> Engine<'t> {
     /// The lines before a candidate as `Candidate.lookback` gives them, when each is printable
     /// ASCII (else None: the candidate is Python's).
     /// `odd` remembers where the block's bytes that are not printable ASCII lie (the candidates'
-    /// lookbacks overlap: each byte is checked once, not once per candidate that looks back at it).
-    fn earlier<'b>(&self, blk: &BlockView<'b>, c: &Cand, odd: &mut OddBytes) -> Option<Earlier<'b>> {
+    /// lookbacks overlap: each byte is checked once, not once per candidate that looks back at it),
+    /// and `walk` the last walk back (each walk stops where the one before began).
+    fn earlier<'b>(
+        &self,
+        blk: &BlockView<'b>,
+        c: &Cand,
+        odd: &mut OddBytes,
+        walk: &mut WalkBack,
+    ) -> Option<Earlier<'b>> {
         let start = c.2;
         let floor = start.saturating_sub(HISTORY_BYTES);
         let limit = (c.0 - blk.first_line_no).clamp(0, LOOKBACK_LINES as i64) as usize;
-        let spans = spans_back(blk.buf, start, floor, limit);
+        let spans = walk.spans(blk.buf, start, floor, limit);
         if let Some(&(oldest, _)) = spans.last() {
             odd.cover(blk.buf, oldest, start);
         }

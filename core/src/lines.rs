@@ -42,6 +42,49 @@ pub fn spans_back(buf: &[u8], start: usize, floor: usize, limit: usize) -> Vec<(
     out
 }
 
+/// `spans_back` for the candidates of one buffer, met in order: each walk stops where the one
+/// before it began and takes the rest from it. A storm's findings are a few lines apart and each
+/// looks back 40 lines, so most of each walk was walked already. The answers are `spans_back`'s
+/// (a walk is taken again whole where the one before cannot give them: it began later, looked
+/// back less far, or was cut by its limit before the lines now wanted).
+#[derive(Default)]
+pub struct WalkBack {
+    last: Option<(usize, usize, usize)>, // the last walk's start, floor and limit
+    spans: Vec<(usize, usize)>,          // its spans, the newest first
+}
+
+impl WalkBack {
+    pub fn spans(&mut self, buf: &[u8], start: usize, floor: usize, limit: usize) -> &[(usize, usize)] {
+        let start = start.min(buf.len());
+        let reuse = match self.last {
+            // the earlier walk began at a line's start at or after `floor` (a fragment's start
+            // is no line's start: the walk from it reads a cut line)
+            Some((at, at_floor, _)) => {
+                at <= start && at_floor <= floor && at >= floor && (at == 0 || buf[at - 1] == b'\n')
+            }
+            None => false,
+        };
+        let fresh = if reuse {
+            let (at, _, at_limit) = self.last.unwrap_or_default();
+            let mut spans = spans_back(buf, start, at, limit);
+            let need = limit - spans.len();
+            // the earlier walk holds every line at or after its floor, unless its limit cut it
+            let whole = self.spans.len() < at_limit || self.spans.len() >= need;
+            if !whole {
+                spans_back(buf, start, floor, limit)
+            } else {
+                spans.extend(self.spans.iter().take_while(|&&(begin, _)| begin >= floor).take(need));
+                spans
+            }
+        } else {
+            spans_back(buf, start, floor, limit)
+        };
+        self.spans = fresh;
+        self.last = Some((start, floor, limit));
+        &self.spans
+    }
+}
+
 /// `scan.blocks.decode` of a line's bytes cut to `cut`, when they are ASCII (then decoding is
 /// dropping NULs and the CRs and newlines at the end); None for any other bytes (Python's).
 pub fn ascii_text(raw: &[u8], cut: usize) -> Option<String> {

@@ -720,6 +720,26 @@ proptest! {
     }
 
     #[test]
+    fn the_walks_back_of_candidates_met_in_order_are_the_walks_of_each(
+        data in bytes_like_logs(),
+        steps in proptest::collection::vec((0usize..300, any::<bool>(), 0usize..600, 0usize..50), 1..16),
+    ) {
+        // starts met in order, as a block's candidates are (at line starts mostly, a fragment's
+        // start at times), with the floors and limits the caller gives, or others
+        let mut walk = lines::WalkBack::default();
+        let mut start = 0;
+        for (step, at_line, back, limit) in steps {
+            start = (start + step).min(data.len());
+            if at_line {
+                start = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i + 1);
+            }
+            let floor = start.saturating_sub(back);
+            prop_assert_eq!(walk.spans(&data, start, floor, limit).to_vec(), lines::spans_back(&data, start, floor, limit),
+                            "start {} floor {} limit {}", start, floor, limit);
+        }
+    }
+
+    #[test]
     fn odd_bytes_tell_printable_lines(data in bytes_at_the_edges(), cuts in proptest::collection::vec((0usize..400, 0usize..400), 1..8)) {
         // lookbacks over the buffer, forward, backward and apart: each line inside a covered
         // range is printable exactly when `any_in` finds no odd byte in it
