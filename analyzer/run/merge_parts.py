@@ -463,12 +463,16 @@ class _ParquetReader:
         head); an InputError for a part that cannot be read."""
         if self._child is None:
             self._start()
-        self._conn.send_bytes(os.fsencode(path))
+        asked = False
         while True:
             try:
+                if not asked:
+                    self._conn.send_bytes(os.fsencode(path))
+                    asked = True
                 message = self._conn.recv_bytes()
-            except (EOFError, OSError):
-                code = self._child.exitcode if self._child is not None else None
+            except (EOFError, OSError):  # the child died (killed, or a crash in Arrow's reader)
+                self._child.join(2)
+                code = self._child.exitcode
                 self.close()
                 raise InputError(f"{path}: the Parquet reader stopped (exit code {code})") from None
             kind, data = marshal.loads(message)

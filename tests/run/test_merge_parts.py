@@ -230,6 +230,24 @@ def test_parquet_parts_are_read_in_a_child_and_arrow_never_loads_in_the_merge(pa
     assert merge(parts / "d2.parquet") == merge(parts / "d2.json")
 
 
+def test_a_parquet_reader_that_dies_is_a_one_line_error_and_the_next_merge_starts_another(parts):
+    # a crash in Arrow's reader (or an OOM kill) takes the child, not the merge: one line naming the part
+    from analyzer.core.errors import InputError
+    from analyzer.run.merge_parts import _ParquetReader
+
+    reader = _ParquetReader()
+    try:
+        assert [kind for kind, _ in reader.read(str(parts / "d2.parquet"))][-1] == "head"
+        reader._child.kill()
+        reader._child.join()  # dead before it is asked again: the ask itself fails (a broken pipe)
+        with pytest.raises(InputError, match=r"d2\.parquet: the Parquet reader stopped \(exit code -9\)$"):
+            list(reader.read(str(parts / "d2.parquet")))
+        assert reader._child is None  # stopped and forgotten: a later read starts a new child
+        assert [kind for kind, _ in reader.read(str(parts / "d2.parquet"))][-1] == "head"
+    finally:
+        reader.close()
+
+
 def test_merge_never_writes_over_one_of_its_parts(parts):
     before = (parts / "d2.json").read_bytes()
     result = CliRunner().invoke(cli, ["merge", str(parts / "d2.json"), str(parts / "all.json"), "-o",
