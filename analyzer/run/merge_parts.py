@@ -508,33 +508,31 @@ class _ParquetReader:
 
 
 def _parquet_child(conn: Any) -> None:
-    """The child's loop: each path it is sent, read and sent back batch by batch (`_ParquetReader.read`)."""
+    """The child's loop: each path it is sent, read and sent back batch by batch (`_ParquetReader.read`),
+    until it is told to stop or the merge is gone (its pipe closed, also while a part is sent)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C is the merge's to handle: it stops this child
     learned: set[str] = set()
-    while True:
-        try:
-            message = conn.recv_bytes()
-        except (EOFError, OSError):
-            return
-        if message == _STOP:
-            return
-        path = os.fsdecode(message)
-        try:
-            for payload in _parquet_batches(path, learned):
+    with contextlib.suppress(EOFError, OSError):
+        while (message := conn.recv_bytes()) != _STOP:
+            for payload in _parquet_payloads(os.fsdecode(message), learned):
                 conn.send_bytes(payload)
-        except InputError as exc:
-            conn.send_bytes(marshal.dumps(("error", str(exc))))
-        except OSError as exc:
-            conn.send_bytes(marshal.dumps(("error", f"{path}: cannot read: {exc.strerror or exc}")))
-        except (KeyError, TypeError, ValueError) as exc:  # Arrow's errors on a damaged file are ValueErrors
-            kind = type(exc).__name__
-            conn.send_bytes(marshal.dumps(("error", f"{path}: not a ddtriage JSON, JSONL or Parquet report "
-                                                    f"({kind}: {exc})")))
-        except Exception as exc:  # noqa: BLE001 - anything else still ends in one line naming the part
-            conn.send_bytes(marshal.dumps(("error", f"{path}: cannot read this Parquet file "
-                                                    f"({type(exc).__name__}: {exc})")))
+
+
+def _parquet_payloads(path: str, learned: set[str]) -> Iterator[bytes]:
+    """One part's payloads (`_parquet_batches`), or after those sent, one error naming it."""
+    try:
+        yield from _parquet_batches(path, learned)
+    except InputError as exc:
+        yield marshal.dumps(("error", str(exc)))
+    except OSError as exc:
+        yield marshal.dumps(("error", f"{path}: cannot read: {exc.strerror or exc}"))
+    except (KeyError, TypeError, ValueError) as exc:  # Arrow's errors on a damaged file are ValueErrors
+        yield marshal.dumps(("error", f"{path}: not a ddtriage JSON, JSONL or Parquet report "
+                                      f"({type(exc).__name__}: {exc})"))
+    except Exception as exc:  # noqa: BLE001 - anything else still ends in one line naming the part
+        yield marshal.dumps(("error", f"{path}: cannot read this Parquet file ({type(exc).__name__}: {exc})"))
 
 
 def _parquet_batches(path: str, learned: set[str]) -> Iterator[bytes]:

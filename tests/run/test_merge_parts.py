@@ -12,6 +12,7 @@ is refused (its input counts cannot be split), with a one-line error (folded fro
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,36 @@ def test_a_parquet_reader_that_dies_is_a_one_line_error_and_the_next_merge_start
         assert [kind for kind, _ in reader.read(str(parts / "d2.parquet"))][-1] == "head"
     finally:
         reader.close()
+
+
+def test_the_parquet_child_stops_quietly_when_the_merge_is_gone(parts, capsys):
+    # a merge stopped mid-part (a ^C) closes its end while the child sends: the child's send then
+    # fails, which must end the child without a traceback on the user's terminal
+    from analyzer.run.merge_parts import _parquet_child
+
+    class Gone:
+        def __init__(self, *asked: bytes) -> None:
+            self.asked, self.sent = list(asked), 0
+
+        def recv_bytes(self) -> bytes:
+            if not self.asked:
+                raise EOFError
+            return self.asked.pop(0)
+
+        def send_bytes(self, data: bytes) -> None:
+            self.sent += 1
+            raise BrokenPipeError(32, "Broken pipe")
+
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        for conn, sends in ((Gone(os.fsencode(parts / "d2.parquet")), 1), (Gone(b"/nowhere.parquet"), 1), (Gone(), 0)):
+            _parquet_child(conn)  # returns at the first failed send: nothing raised, nothing printed
+            assert conn.sent == sends
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert capsys.readouterr() == ("", "")
 
 
 def test_merge_never_writes_over_one_of_its_parts(parts):
